@@ -1,0 +1,65 @@
+# gemmlab: two commands on a fresh machine.
+#   make lab    creates the environment if missing, then opens JupyterLab on notebooks/
+#   make test   creates the environment if missing, then runs the whole test suite
+#
+# Knobs (all optional):
+#   CUDA=12|13|none   which CUDA build to install; found from the driver (nvidia-smi) if unset
+#   WHEELHOUSE=dir    install offline from a folder of wheels (no package index)
+#   REUSE_SYSTEM=1    let the environment see the packages of $(PYTHON) (e.g. a CuPy already
+#                     installed system-wide); used on GPU boxes with no internet
+#   PYTHON=python3    the interpreter the environment is made from
+
+comma  := ,
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+PIP     = $(PY) -m pip
+
+# The CUDA major version the driver supports, empty with no driver.
+CUDA ?= $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9][0-9]*\).*/\1/p' | head -n 1)
+ifeq ($(CUDA),12)
+  EXTRAS = cuda12,gpu12
+else ifeq ($(CUDA),13)
+  EXTRAS = cuda13,gpu13
+else
+  # No driver: compile-only toolchain, no CuPy. Recorded H100 results stand in for timings.
+  EXTRAS = cuda13
+endif
+ifeq ($(REUSE_SYSTEM),1)
+  # A CuPy the system already has is used as it is: skip the gpu extra if it imports.
+  ifneq ($(shell $(PYTHON) -c 'import cupy' 2>/dev/null && echo yes),)
+    EXTRAS := $(subst $(comma)gpu12,,$(subst $(comma)gpu13,,$(EXTRAS)))
+  endif
+endif
+PIP_SOURCE = $(if $(WHEELHOUSE),--no-index --find-links $(abspath $(WHEELHOUSE)),)
+STAMP = $(VENV)/.gemmlab-$(subst $(comma),-,$(EXTRAS))$(if $(REUSE_SYSTEM),-system,)
+
+.PHONY: lab test env env-lab clean-env gpu-session
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+ifeq ($(REUSE_SYSTEM),1)
+	@# Put the interpreter's own site-packages (a venv's too) behind ours.
+	$(PY) -c 'import sys,site,pathlib; p=pathlib.Path(site.getsitepackages()[0])/"_gemmlab_system.pth"; p.write_text(sys.argv[1]+"\n")' \
+	  "$$($(PYTHON) -c 'import site; print(chr(10).join(site.getsitepackages()))')"
+endif
+	$(PIP) install -q $(PIP_SOURCE) -e ".[$(EXTRAS),test]"
+	@rm -f $(VENV)/.gemmlab-* && touch $@
+
+env: $(STAMP)
+
+env-lab: env
+	@$(PY) -c 'import jupyterlab' 2>/dev/null || $(PIP) install -q $(PIP_SOURCE) -e ".[$(EXTRAS),test,lab]"
+
+lab: env-lab
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --notebook-dir=notebooks
+
+test: env
+	$(PY) -m pytest --nbval --nbval-current-env tests notebooks
+
+# On a GPU box: tests, records and executed notebooks in one go (see .ci/gpu-session).
+gpu-session:
+	bash .ci/gpu-session
+
+clean-env:
+	rm -rf $(VENV)

@@ -1,0 +1,124 @@
+"""gemmlab's command line: info, compile, sass, bench, record."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import registry
+
+
+def _defines(pairs: list[str]) -> dict[str, int]:
+    out = {}
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        if not sep or not value.lstrip("-").isdigit():
+            raise SystemExit(f"-D expects NAME=INTEGER, got {pair!r}")
+        out[name] = int(value)
+    return out
+
+
+def cmd_info(args) -> int:
+    from . import device, toolchain
+    facts = device.facts()
+    if facts is None:
+        print(f"GPU: no GPU ({device.why_unavailable()})")
+    else:
+        print(f"GPU: {facts.name}, {facts.arch}, {facts.sm_count} SMs at {facts.clock_mhz:.0f} MHz, "
+              f"FP32 peak {facts.peak_fp32_tflops:.1f} TFLOP/s, DRAM {facts.dram_gbs:.0f} GB/s (attributes), "
+              f"L2 {facts.l2_bytes / 2**20:.0f} MiB, driver CUDA {facts.driver_cuda}")
+    try:
+        print(f"NVRTC: {toolchain.nvrtc_build()} ({toolchain.nvrtc()._gemmlab_path})")
+        print(f"nvdisasm: {toolchain.nvdisasm_version()} ({toolchain.nvdisasm()})")
+    except toolchain.ToolchainMissing as exc:
+        print(f"toolchain: {exc}")
+        return 1
+    try:
+        import cupy
+        print(f"CuPy: {cupy.__version__}")
+    except Exception:
+        print("CuPy: not installed")
+    print("kernels: " + ", ".join(registry.KERNELS))
+    return 0
+
+
+def cmd_compile(args) -> int:
+    from .compile import CompileError, compile_kernel
+    try:
+        print(compile_kernel(args.kernel, _defines(args.define), args.arch).report())
+    except (registry.IllegalConfig, CompileError, KeyError) as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    return 0
+
+
+def cmd_sass(args) -> int:
+    from . import sass
+    from .compile import compile_kernel
+    build = compile_kernel(args.kernel, _defines(args.define), args.arch)
+    print(sass.disassemble(build) if args.full else sass.summary(build))
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from . import bench, device
+    if not device.available():
+        print(f"bench needs a GPU: {device.why_unavailable()}", file=sys.stderr)
+        return 2
+    size = tuple(args.size) if args.size else (4096, 4096, 4096)
+    rows = []
+    for kernel in args.kernel:
+        try:
+            m = bench.bench(kernel, _defines(args.define), size, reps=args.reps)
+        except (registry.IllegalConfig, registry.UnsupportedShape, bench.ValidationFailed) as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        rows.append(m)
+    print(f"{'kernel':<18} {'config':<24} {'size':<16} {'ms':>8} {'spread':>7} {'GFLOP/s':>9} "
+          f"{'cuBLAS':>9} {'ratio':>7}  check")
+    for m in rows:
+        spec = registry.get(m.kernel)
+        print(f"{m.kernel:<18} {spec.config_label(m.params):<24} {f'{m.M}x{m.N}x{m.K}':<16} "
+              f"{m.kernel_time.median_ms:>8.3f} {m.kernel_time.spread:>7.1%} {m.gflops:>9.0f} "
+              f"{m.cublas_gflops:>9.0f} {m.ratio:>7.1%}  {m.check}")
+    print(f"device: {device.facts().name}; cuBLAS FP32 timed interleaved in the same run")
+    return 0
+
+
+def cmd_record(args) -> int:
+    from . import device, records
+    if not device.available():
+        print(f"record needs a GPU: {device.why_unavailable()}", file=sys.stderr)
+        return 2
+    path = records.record(args.kernel or None)
+    print(f"wrote {path}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gemmlab", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("info", help="the GPU (or 'no GPU') and toolchain versions").set_defaults(fn=cmd_info)
+    for name, fn, help_ in (("compile", cmd_compile, "compile and print the resource report"),
+                            ("sass", cmd_sass, "instruction mix (or --full disassembly)")):
+        p = sub.add_parser(name, help=help_)
+        p.add_argument("kernel", help="kernel name or chapter number: " + ", ".join(registry.KERNELS))
+        p.add_argument("--arch", default="sm_90")
+        p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE", help="set a tunable")
+        if name == "sass":
+            p.add_argument("--full", action="store_true")
+        p.set_defaults(fn=fn)
+    p = sub.add_parser("bench", help="validate and time kernels against cuBLAS (GPU)")
+    p.add_argument("kernel", nargs="+")
+    p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE")
+    p.add_argument("--size", nargs=3, type=int, metavar=("M", "N", "K"))
+    p.add_argument("--reps", type=int, default=None)
+    p.set_defaults(fn=cmd_bench)
+    p = sub.add_parser("record", help="measure every kernel over the explorer configurations (GPU)")
+    p.add_argument("kernel", nargs="*")
+    p.set_defaults(fn=cmd_record)
+    args = parser.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,305 @@
+"""Run, validate and time kernels on the GPU, with cuBLAS FP32 timed by the same code.
+
+Every timing is preceded by a validation in the same process on fresh random inputs:
+the output is poisoned with NaN, the reference is computed in float64, the error is a
+normwise relative error with a tolerance that grows with sqrt(K), and NaN/Inf anywhere fails.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from . import compile as compiler
+from . import device, registry
+from .registry import KernelSpec, Params, Problem
+
+UNIT_ROUNDOFF = 2.0 ** -24
+TOL_FACTOR = 16.0
+# cublasMath_t values (stable since CUDA 11).
+CUBLAS_DEFAULT_MATH, CUBLAS_PEDANTIC_MATH, CUBLAS_TF32_TENSOR_OP_MATH = 0, 2, 3
+
+
+class ValidationFailed(AssertionError):
+    pass
+
+
+def tolerance(K: int) -> float:
+    """FP32 accumulation of K products: rounding errors grow like sqrt(K) for random data.
+    16 u sqrt(K) sits well below what TF32 inputs give (about 2^-11 relative)."""
+    return TOL_FACTOR * UNIT_ROUNDOFF * math.sqrt(K)
+
+
+def _cp():
+    cp = device._cupy()
+    if cp is None:
+        raise RuntimeError(device.why_unavailable())
+    return cp
+
+
+# --- operands --------------------------------------------------------------------------------
+
+@dataclass
+class Operands:
+    """Device buffers for one problem; A, B, C are views of width K, N, N into padded rows."""
+    problem: Problem
+    A: object
+    B: object
+    C: object
+    C0: object  # the initial C (for beta != 0 references)
+
+    @classmethod
+    def random(cls, problem: Problem, seed: int | None = None) -> "Operands":
+        cp = _cp()
+        rng = cp.random.default_rng(seed)
+        p = problem
+        A = rng.uniform(-1, 1, (p.M, p.lda), dtype=cp.float32)[:, :p.K]
+        B = rng.uniform(-1, 1, (p.K, p.ldb), dtype=cp.float32)[:, :p.N]
+        Cbuf = cp.empty((p.M, p.ldc), dtype=cp.float32)
+        C = Cbuf[:, :p.N]
+        if p.beta == 0.0:
+            Cbuf.fill(cp.nan)  # poison: an element the kernel forgets stays NaN and fails
+            C0 = None
+        else:
+            C[...] = rng.uniform(-1, 1, (p.M, p.N), dtype=cp.float32)
+            C0 = C.copy()
+        return cls(problem, A, B, C, C0)
+
+    def reset_output(self) -> None:
+        cp = _cp()
+        if self.C0 is None:
+            self.C.fill(cp.nan)
+        else:
+            self.C[...] = self.C0
+
+    def reference(self):
+        cp = _cp()
+        p = self.problem
+        ref = p.alpha * (self.A.astype(cp.float64) @ self.B.astype(cp.float64))
+        if self.C0 is not None:
+            ref += p.beta * self.C0.astype(cp.float64)
+        return ref
+
+
+@dataclass(frozen=True)
+class Check:
+    ok: bool
+    rel_err: float
+    tol: float
+    nonfinite: int
+
+    def __str__(self) -> str:
+        verdict = "PASS" if self.ok else "FAIL"
+        bad = f", {self.nonfinite} NaN/Inf" if self.nonfinite else ""
+        return f"{verdict}: relative error {self.rel_err:.2e} (tolerance {self.tol:.2e}{bad})"
+
+
+def compare(ops: Operands) -> Check:
+    cp = _cp()
+    out = ops.C.astype(cp.float64)
+    nonfinite = int((~cp.isfinite(out)).sum())
+    ref = ops.reference()
+    diff = float(cp.linalg.norm(out - ref)) if nonfinite == 0 else float("inf")
+    scale = float(cp.linalg.norm(ref)) or 1.0
+    rel = diff / scale
+    tol = tolerance(ops.problem.K)
+    return Check(nonfinite == 0 and rel <= tol, rel, tol, nonfinite)
+
+
+# --- launching ---------------------------------------------------------------------------------
+
+_modules: dict[str, object] = {}
+
+
+class Kernel:
+    """A compiled kernel loaded into CuPy, callable on Operands."""
+
+    def __init__(self, kernel: str | KernelSpec, params: Params | None = None, arch: str | None = None):
+        cp = _cp()
+        self.spec = kernel if isinstance(kernel, KernelSpec) else registry.get(kernel)
+        self.build = compiler.compile_kernel(self.spec, params, arch or device.facts().arch)
+        self.params = self.build.params
+        key = str(self.build.cubin_path)
+        if key not in _modules:
+            _modules[key] = cp.RawModule(path=key)
+        self.function = _modules[key].get_function("sgemm")
+        dyn = self.spec.dynamic_smem(self.params)
+        if dyn > 48 * 1024:
+            self.function.max_dynamic_shared_size_bytes = dyn
+        self.dynamic_smem = dyn
+
+    def __call__(self, ops: Operands) -> None:
+        p = ops.problem
+        self.spec.check_shape(self.params, p)
+        grid, block = self.spec.launch(self.params, p)
+        i32, f32 = np.int32, np.float32
+        self.function(grid, block,
+                      (i32(p.M), i32(p.N), i32(p.K), f32(p.alpha), ops.A, i32(p.lda), ops.B, i32(p.ldb),
+                       f32(p.beta), ops.C, i32(p.ldc)),
+                      shared_mem=self.dynamic_smem)
+
+    def validate(self, problem: Problem, seed: int | None = None) -> Check:
+        ops = Operands.random(problem, seed)
+        self(ops)
+        _cp().cuda.runtime.deviceSynchronize()
+        return compare(ops)
+
+
+def cublas_sgemm(ops: Operands, math_mode: int = CUBLAS_DEFAULT_MATH) -> None:
+    """Row-major C = alpha A B + beta C through column-major cublasSgemm: C^T = B^T A^T.
+    The handle's math mode is set on every call: DEFAULT is plain FP32 (never TF32)."""
+    cp = _cp()
+    from cupy_backends.cuda.libs import cublas
+    p = ops.problem
+    handle = cp.cuda.device.get_cublas_handle()
+    cublas.setMathMode(handle, math_mode)
+    cublas.setPointerMode(handle, 0)  # host pointers for alpha and beta
+    alpha, beta = np.array(p.alpha, np.float32), np.array(p.beta, np.float32)
+    cublas.sgemm(handle, 0, 0, p.N, p.M, p.K, alpha.ctypes.data, ops.B.data.ptr, p.ldb,
+                 ops.A.data.ptr, p.lda, beta.ctypes.data, ops.C.data.ptr, p.ldc)
+    if math_mode != CUBLAS_DEFAULT_MATH:
+        cublas.setMathMode(handle, CUBLAS_DEFAULT_MATH)
+
+
+def cublas_math_mode() -> int:
+    cp = _cp()
+    from cupy_backends.cuda.libs import cublas
+    return cublas.getMathMode(cp.cuda.device.get_cublas_handle())
+
+
+# --- timing --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Timing:
+    median_ms: float
+    q1_ms: float
+    q3_ms: float
+    min_ms: float
+    max_ms: float
+    reps: int
+
+    @classmethod
+    def of(cls, samples_ms: Sequence[float]) -> "Timing":
+        a = np.asarray(samples_ms)
+        return cls(float(np.median(a)), float(np.percentile(a, 25)), float(np.percentile(a, 75)),
+                   float(a.min()), float(a.max()), len(a))
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range over the median."""
+        return (self.q3_ms - self.q1_ms) / self.median_ms
+
+
+class L2Flusher:
+    """Writes a buffer twice the L2 size so no operand is still cached when timing starts."""
+
+    def __init__(self):
+        cp = _cp()
+        self.buf = cp.empty(max(2 * device.facts().l2_bytes, 1 << 20) // 4, dtype=cp.float32)
+
+    def __call__(self):
+        self.buf.fill(0.0)
+
+
+def time_interleaved(fns: Sequence[Callable[[], None]], reps: int | None = None, warmup: int = 2,
+                     budget_s: float = 0.6, min_reps: int = 5, max_reps: int = 50,
+                     flush: bool = True) -> list[Timing]:
+    """Time several launches in one loop, interleaved (kernel, cuBLAS, kernel, ...), each
+    preceded by an L2 flush and bracketed by CUDA events. Warm-up runs first (module load,
+    clocks ramping). With reps=None the count fits the time budget, within [min_reps, max_reps]."""
+    cp = _cp()
+    flusher = L2Flusher() if flush else (lambda: None)
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    slowest = 0.0
+    for fn in fns:
+        for _ in range(warmup):
+            flusher()
+            start.record()
+            fn()
+            stop.record()
+            stop.synchronize()
+        slowest = max(slowest, cp.cuda.get_elapsed_time(start, stop) / 1e3)
+    if reps is None:
+        per_round = max(slowest * len(fns), 1e-6)
+        reps = int(min(max_reps, max(min_reps, budget_s / per_round)))
+    events = [[(cp.cuda.Event(), cp.cuda.Event()) for _ in fns] for _ in range(reps)]
+    for round_ in events:
+        for fn, (a, b) in zip(fns, round_):
+            flusher()
+            a.record()
+            fn()
+            b.record()
+    events[-1][-1][1].synchronize()
+    return [Timing.of([cp.cuda.get_elapsed_time(*round_[i]) for round_ in events]) for i in range(len(fns))]
+
+
+# --- one benchmark -------------------------------------------------------------------------------
+
+@dataclass
+class Measurement:
+    kernel: str
+    params: dict
+    M: int
+    N: int
+    K: int
+    kernel_time: Timing
+    cublas_time: Timing
+    check: Check
+    cublas_check: Check
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.M * self.N * self.K
+
+    @property
+    def gflops(self) -> float:
+        return self.flops / (self.kernel_time.median_ms * 1e-3) / 1e9
+
+    @property
+    def cublas_gflops(self) -> float:
+        return self.flops / (self.cublas_time.median_ms * 1e-3) / 1e9
+
+    @property
+    def ratio(self) -> float:
+        return self.gflops / self.cublas_gflops
+
+    def as_row(self) -> dict:
+        return {
+            "kernel": self.kernel, "params": self.params, "M": self.M, "N": self.N, "K": self.K,
+            "ms": self.kernel_time.median_ms, "spread": self.kernel_time.spread, "reps": self.kernel_time.reps,
+            "gflops": self.gflops, "cublas_ms": self.cublas_time.median_ms,
+            "cublas_spread": self.cublas_time.spread, "cublas_gflops": self.cublas_gflops,
+            "ratio": self.ratio, "rel_err": self.check.rel_err, "tol": self.check.tol,
+            "cublas_rel_err": self.cublas_check.rel_err,
+        }
+
+
+def bench(kernel: str | KernelSpec, params: Params | None = None, size: Sequence[int] = (4096, 4096, 4096),
+          reps: int | None = None, seed: int | None = None) -> Measurement:
+    """Validate the kernel (and cuBLAS) on fresh inputs, then time both, interleaved."""
+    M, N, K = size
+    k = Kernel(kernel, params)
+    checks = []
+    for fn in (k, cublas_sgemm):
+        ops = Operands.random(Problem(M, N, K), seed)
+        fn(ops)
+        checks.append(compare(ops))
+    if not checks[0].ok:
+        raise ValidationFailed(f"{k.spec.name} [{k.spec.config_label(k.params)}] at {M}x{N}x{K}: {checks[0]}")
+    if not checks[1].ok:
+        raise ValidationFailed(f"cuBLAS at {M}x{N}x{K}: {checks[1]}")
+    ops = Operands.random(Problem(M, N, K), seed)
+    kt, ct = time_interleaved([lambda: k(ops), lambda: cublas_sgemm(ops)], reps=reps)
+    return Measurement(k.spec.name, k.params, M, N, K, kt, ct, checks[0], checks[1])
+
+
+def bench_cublas(size: Sequence[int], math_mode: int = CUBLAS_DEFAULT_MATH, reps: int | None = None) -> tuple[Timing, Check]:
+    """cuBLAS alone (chapter 00's sweep, and the TF32 contrast)."""
+    M, N, K = size
+    ops = Operands.random(Problem(M, N, K))
+    cublas_sgemm(ops, math_mode)
+    check = compare(ops)
+    (t,) = time_interleaved([lambda: cublas_sgemm(ops, math_mode)], reps=reps)
+    return t, check

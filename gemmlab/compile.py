@@ -1,0 +1,209 @@
+"""Compile a registered kernel with NVRTC (from pip) to a cubin for an explicit architecture.
+
+Works with no GPU. The ptxas report is parsed into `Resources`. Results are cached on disk,
+keyed by the source hash, the parameters, the architecture and the compiler build.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from . import registry, toolchain
+from .registry import KernelSpec, Params
+
+DEFAULT_ARCH = "sm_90"
+ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")
+BASE_OPTIONS = ("-std=c++17", "--ptxas-options=-v")
+
+
+class CompileError(RuntimeError):
+    """NVRTC refused the source; the message carries the compiler log, whose lines read
+    `kernels/NN_name.cu(LINE): error: ...`."""
+
+    def __init__(self, kernel: str, params: Params, arch: str, log: str):
+        self.kernel, self.params, self.arch, self.log = kernel, dict(params), arch, log
+        errors = [line for line in log.splitlines() if "error" in line]
+        first = errors[0] if errors else log.strip().splitlines()[0] if log.strip() else "unknown error"
+        super().__init__(f"{kernel} ({registry.KERNELS[kernel].config_label(params) if kernel in registry.KERNELS else ''}) "
+                         f"failed to compile for {arch}: {first}\n{log}")
+
+
+# Per-SM limits used by the occupancy estimate: (max threads, max blocks, usable shared bytes).
+_SM_LIMITS = {
+    "sm_80": (2048, 32, 164 * 1024),
+    "sm_86": (1536, 16, 100 * 1024),
+    "sm_89": (1536, 24, 100 * 1024),
+    "sm_90": (2048, 32, 228 * 1024),
+}
+_REGS_PER_SM = 65536
+
+
+@dataclass(frozen=True)
+class Resources:
+    registers: int
+    static_smem: int
+    stack_frame: int
+    spill_stores: int
+    spill_loads: int
+    barriers: int
+
+    @classmethod
+    def parse(cls, log: str) -> "Resources":
+        def grab(pattern: str) -> int:
+            m = re.search(pattern, log)
+            return int(m.group(1)) if m else 0
+        if not re.search(r"Used \d+ registers", log):
+            raise ValueError("no ptxas resource report in the compiler log")
+        return cls(
+            registers=grab(r"Used (\d+) registers"),
+            static_smem=grab(r"(\d+) bytes smem"),
+            stack_frame=grab(r"(\d+) bytes stack frame"),
+            spill_stores=grab(r"(\d+) bytes spill stores"),
+            spill_loads=grab(r"(\d+) bytes spill loads"),
+            barriers=grab(r"used (\d+) barriers"),
+        )
+
+    @property
+    def spills(self) -> bool:
+        return bool(self.spill_stores or self.spill_loads)
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    blocks_per_sm: int
+    warps_per_sm: int
+    max_warps_per_sm: int
+    limited_by: str
+
+    @property
+    def fraction(self) -> float:
+        return self.warps_per_sm / self.max_warps_per_sm
+
+
+def occupancy(resources: Resources, threads: int, arch: str, dynamic_smem: int = 0) -> Occupancy:
+    """Blocks resident per SM from registers, shared memory and thread limits (the CUDA
+    occupancy calculator's rules: registers allocated per warp in units of 256)."""
+    max_threads, max_blocks, smem_per_sm = _SM_LIMITS.get(arch, _SM_LIMITS[DEFAULT_ARCH])
+    warps = -(-threads // 32)
+    regs_per_warp = -(-max(resources.registers, 1) * 32 // 256) * 256
+    limits = {
+        "threads": max_threads // (warps * 32),
+        "blocks": max_blocks,
+        "registers": (_REGS_PER_SM // regs_per_warp) // warps,
+    }
+    smem = resources.static_smem + dynamic_smem
+    if smem:
+        limits["shared memory"] = smem_per_sm // (smem + 1024)  # 1 KiB reserved per block
+    limited_by = min(limits, key=limits.get)
+    blocks = limits[limited_by]
+    return Occupancy(blocks, blocks * warps, max_threads // 32, limited_by)
+
+
+@dataclass(frozen=True)
+class Build:
+    kernel: str
+    params: dict
+    arch: str
+    cubin_path: Path
+    log: str
+    resources: Resources
+    compiler: str
+    source_hash: str
+    cached: bool
+
+    @property
+    def spec(self) -> KernelSpec:
+        return registry.KERNELS[self.kernel]
+
+    @property
+    def cubin(self) -> bytes:
+        return self.cubin_path.read_bytes()
+
+    @property
+    def occupancy(self) -> Occupancy:
+        return occupancy(self.resources, self.spec.threads(self.params), self.arch,
+                         self.spec.dynamic_smem(self.params))
+
+    def report(self) -> str:
+        r, o = self.resources, self.occupancy
+        spills = (f"{r.spill_stores} B spill stores, {r.spill_loads} B spill loads" if r.spills else "no spills")
+        dyn = self.spec.dynamic_smem(self.params)
+        smem = f"{r.static_smem + dyn} B shared memory" + (f" ({dyn} B dynamic)" if dyn else "")
+        return (f"{self.kernel} [{self.spec.config_label(self.params)}] for {self.arch}, NVRTC {self.compiler}\n"
+                f"  {r.registers} registers/thread, {smem}, {r.stack_frame} B stack, {spills}\n"
+                f"  {self.spec.threads(self.params)} threads/block -> {o.blocks_per_sm} blocks/SM, "
+                f"{o.warps_per_sm}/{o.max_warps_per_sm} warps ({o.fraction:.0%} occupancy, limited by {o.limited_by})")
+
+
+def source_hash(spec: KernelSpec) -> str:
+    """What a record is tied to: the kernel file's bytes."""
+    return hashlib.sha256(spec.path.read_bytes()).hexdigest()[:16]
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("GEMMLAB_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gemmlab"
+    path = Path(root)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _options(params: Params, arch: str) -> list[str]:
+    if not re.fullmatch(r"sm_\d{2,3}a?", arch):
+        raise ValueError(f"architecture must look like sm_90 (the course tests {', '.join(ARCHS)}), got {arch!r}")
+    return [f"-arch={arch}", *BASE_OPTIONS, f"--include-path={registry.KERNEL_DIR}",
+            *(f"-D{k}={v}" for k, v in sorted(params.items()))]
+
+
+def _nvrtc_compile(source: bytes, name: str, options: list[str]) -> tuple[bool, bytes, str]:
+    lib = toolchain.nvrtc()
+    prog = ctypes.c_void_p()
+    status = lib.nvrtcCreateProgram(ctypes.byref(prog), source, name.encode(), 0, None, None)
+    if status:
+        raise RuntimeError(f"nvrtcCreateProgram failed with status {status}")
+    try:
+        opts = (ctypes.c_char_p * len(options))(*(o.encode() for o in options))
+        status = lib.nvrtcCompileProgram(prog, len(options), opts)
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        buf = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, buf)
+        log = buf.value.decode(errors="replace")
+        if status:
+            return False, b"", log
+        lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+        cubin = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetCUBIN(prog, cubin)
+        return True, cubin.raw, log
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch: str = DEFAULT_ARCH) -> Build:
+    """Check the rules, then compile (or fetch from the cache). Raises IllegalConfig before
+    compiling, CompileError with file and line when NVRTC refuses the source."""
+    spec = kernel if isinstance(kernel, KernelSpec) else registry.get(kernel)
+    full = spec.resolve(params)
+    source = spec.path.read_bytes()
+    options = _options(full, arch)
+    compiler = toolchain.nvrtc_build()
+    key = hashlib.sha256(json.dumps([source.hex(), options, compiler]).encode()).hexdigest()[:24]
+    entry = cache_dir() / f"{spec.name}-{arch}-{key}"
+    cubin_path, log_path = entry.with_suffix(".cubin"), entry.with_suffix(".log")
+    cached = cubin_path.exists() and log_path.exists()
+    if cached:
+        log = log_path.read_text()
+    else:
+        ok, cubin, log = _nvrtc_compile(source, f"kernels/{spec.path.name}", options)
+        if not ok:
+            raise CompileError(spec.name, full, arch, log)
+        tmp = cubin_path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_bytes(cubin)
+        log_path.write_text(log)
+        tmp.replace(cubin_path)  # atomic: a concurrent reader never sees half a cubin
+    return Build(spec.name, full, arch, cubin_path, log, Resources.parse(log), compiler,
+                 source_hash(spec), cached)

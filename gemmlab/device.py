@@ -1,0 +1,119 @@
+"""The GPU, if there is one: detection, facts and ceilings.
+
+With no GPU (or no CuPy) every function here still answers: `available()` is False and
+`facts()` returns None, so callers fall back to recorded results.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, dataclass
+
+# FP32 lanes (FMA units) per SM by compute capability. A lane does one FMA = 2 flops a clock.
+FP32_LANES_PER_SM = {
+    (6, 0): 64, (6, 1): 128, (7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128,
+    (8, 9): 128, (9, 0): 128, (10, 0): 128, (10, 3): 128, (12, 0): 128,
+}
+
+# cudaDeviceAttr numbers (stable across CUDA 12 and 13; properties lost some fields in 13).
+_ATTR = {"clock_khz": 13, "mem_clock_khz": 36, "bus_width": 37, "l2_bytes": 38, "sm_count": 16,
+         "cc_major": 75, "cc_minor": 76, "smem_optin": 97}
+
+
+@functools.lru_cache(maxsize=None)
+def _cupy():
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return None
+        return cupy
+    except Exception:  # no CuPy, no driver, or no device: all mean "no GPU" here
+        return None
+
+
+def available() -> bool:
+    return _cupy() is not None
+
+
+def why_unavailable() -> str:
+    try:
+        import cupy  # noqa: F401
+    except Exception as exc:
+        return f"CuPy is not installed or does not load ({type(exc).__name__}); timings come from recorded runs"
+    return "no CUDA device is visible to CuPy; timings come from recorded runs"
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    name: str
+    compute_capability: tuple[int, int]
+    sm_count: int
+    clock_mhz: float
+    fp32_lanes_per_sm: int
+    mem_clock_mhz: float
+    bus_width_bits: int
+    l2_bytes: int
+    smem_per_block_optin: int
+    driver_cuda: str
+    runtime_cuda: str
+
+    @property
+    def arch(self) -> str:
+        return f"sm_{self.compute_capability[0]}{self.compute_capability[1]}"
+
+    @property
+    def peak_fp32_tflops(self) -> float:
+        """SMs x FP32 lanes per SM x 2 flops (one FMA) x clock."""
+        return self.sm_count * self.fp32_lanes_per_sm * 2 * self.clock_mhz * 1e6 / 1e12
+
+    @property
+    def dram_gbs(self) -> float:
+        """From attributes: 2 transfers a clock (DDR) x memory clock x bus width."""
+        return 2 * self.mem_clock_mhz * 1e6 * self.bus_width_bits / 8 / 1e9
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d.update(arch=self.arch, peak_fp32_tflops=round(self.peak_fp32_tflops, 2), dram_gbs=round(self.dram_gbs, 1))
+        return d
+
+
+@functools.lru_cache(maxsize=None)
+def facts() -> DeviceFacts | None:
+    cp = _cupy()
+    if cp is None:
+        return None
+    rt = cp.cuda.runtime
+    dev = cp.cuda.Device().id
+    attr = {k: rt.deviceGetAttribute(v, dev) for k, v in _ATTR.items()}
+    cc = (attr["cc_major"], attr["cc_minor"])
+    name = rt.getDeviceProperties(dev)["name"]
+    name = name.decode() if isinstance(name, bytes) else name
+
+    def version(v: int) -> str:
+        return f"{v // 1000}.{v % 1000 // 10}"
+    return DeviceFacts(
+        name=name, compute_capability=cc, sm_count=attr["sm_count"], clock_mhz=attr["clock_khz"] / 1000,
+        fp32_lanes_per_sm=FP32_LANES_PER_SM.get(cc, 128), mem_clock_mhz=attr["mem_clock_khz"] / 1000,
+        bus_width_bits=attr["bus_width"], l2_bytes=attr["l2_bytes"], smem_per_block_optin=attr["smem_optin"],
+        driver_cuda=version(rt.driverGetVersion()), runtime_cuda=version(rt.runtimeGetVersion()),
+    )
+
+
+def measure_copy_bandwidth(nbytes: int = 1 << 30, reps: int = 10) -> float:
+    """GB/s of a device-to-device copy, counting bytes read plus bytes written (median)."""
+    cp = _cupy()
+    if cp is None:
+        raise RuntimeError(why_unavailable())
+    src = cp.empty(nbytes // 4, dtype=cp.float32)
+    src.fill(1.0)
+    dst = cp.empty_like(src)
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    times = []
+    for i in range(reps + 2):
+        start.record()
+        dst[...] = src
+        stop.record()
+        stop.synchronize()
+        if i >= 2:  # two warm-ups
+            times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
+    times.sort()
+    return 2 * nbytes / times[len(times) // 2] / 1e9

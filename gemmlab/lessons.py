@@ -1,0 +1,319 @@
+"""What the notebooks call: one function per code cell.
+
+Each function works with a GPU (live: compile, validate, time) and without one (compile and
+SASS are still live; timings come from the recorded run, labelled with device and date).
+"""
+from __future__ import annotations
+
+import difflib
+
+from . import bench, device, plots, records, registry, roofline, sass
+from .compile import CompileError, compile_kernel
+from .registry import IllegalConfig, Problem
+
+
+# --- display -----------------------------------------------------------------------------------
+
+def _show_markdown(text: str) -> None:
+    try:
+        from IPython import get_ipython
+        from IPython.display import Markdown, display
+        if get_ipython() is not None:
+            display(Markdown(text))
+            return
+    except ImportError:
+        pass
+    print(text)
+
+
+def _table(header: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _source_label() -> str:
+    facts = device.facts()
+    if facts is not None:
+        return f"measured now on {facts.name}"
+    return f"{records.latest().label} (no GPU here: {device.why_unavailable()})"
+
+
+def _size(size) -> tuple[int, int, int]:
+    return (size, size, size) if isinstance(size, int) else tuple(size)
+
+
+# --- the GPU and its ceilings -------------------------------------------------------------------
+
+def device_facts() -> dict:
+    """Live facts, or the recorded device's facts when there is no GPU."""
+    facts = device.facts()
+    return facts.as_dict() if facts is not None else records.latest().device
+
+
+def show_device() -> None:
+    d = device_facts()
+    live = device.facts() is not None
+    rows = [
+        ["GPU", d["name"]],
+        ["compute capability", f"{d['compute_capability'][0]}.{d['compute_capability'][1]} ({d['arch']})"],
+        ["streaming multiprocessors (SMs)", d["sm_count"]],
+        ["SM clock (attribute)", f"{d['clock_mhz']:.0f} MHz"],
+        ["FP32 lanes per SM", d["fp32_lanes_per_sm"]],
+        ["FP32 peak = SMs x lanes x 2 x clock", f"{d['peak_fp32_tflops']:.1f} TFLOP/s"],
+        ["DRAM bandwidth from attributes = 2 x mem clock x bus width", f"{d['dram_gbs']:.0f} GB/s"],
+        ["L2 cache", f"{d['l2_bytes'] / 2**20:.0f} MiB"],
+        ["shared memory per block (opt-in)", f"{d['smem_per_block_optin'] / 1024:.0f} KiB"],
+        ["driver supports CUDA", d["driver_cuda"]],
+    ]
+    if live:
+        rows.append(["DRAM copy bandwidth, measured now (1 GiB, read + write)",
+                     f"{device.measure_copy_bandwidth():.0f} GB/s"])
+    elif "measured_copy_gbs" in d:
+        rows.append(["DRAM copy bandwidth, measured (1 GiB, read + write)", f"{d['measured_copy_gbs']:.0f} GB/s"])
+    _show_markdown(_table(["", "value"], rows) + f"\n\n*{_source_label()}*")
+
+
+def ceilings() -> tuple[float, float]:
+    """(FP32 peak GFLOP/s, DRAM GB/s) of this GPU, or of the recorded one."""
+    d = device_facts()
+    return d["peak_fp32_tflops"] * 1e3, d.get("measured_copy_gbs") or d["dram_gbs"]
+
+
+def count(M: int, N: int, K: int) -> None:
+    """The two numbers before any measurement: work and the fewest bytes, and their floors."""
+    p = Problem(M, N, K)
+    peak, bw = ceilings()
+    t = roofline.traffic(registry.get("03"), registry.get("03").defaults, p)
+    compute_ms = p.flops / (peak * 1e9) * 1e3
+    memory_ms = t.compulsory_bytes / (bw * 1e9) * 1e3
+    _show_markdown(_table(["", "value"], [
+        ["FLOPs = 2 M N K", f"{p.flops:.3e}"],
+        ["fewest bytes (A and B read once, C written once)", f"{t.compulsory_bytes / 1e6:.1f} MB"],
+        ["intensity at best", f"{t.compulsory_intensity:.0f} FLOP/byte"],
+        [f"time at the FP32 peak ({peak / 1e3:.1f} TFLOP/s)", f"{compute_ms:.3f} ms"],
+        [f"time to move the bytes ({bw:.0f} GB/s)", f"{memory_ms:.3f} ms"],
+        ["so the problem is", "compute-bound" if compute_ms > memory_ms else "memory-bound"],
+    ]))
+
+
+# --- chapter 00 measurements ---------------------------------------------------------------------
+
+def measure_chapter00() -> dict:
+    """Everything chapter 00 shows, measured now (used live and by `record`)."""
+    cp = device._cupy()
+    out = {"cublas_sweep": [], "tf32": {}, "first_launches_ms": [], "samples": {}}
+    for s in registry.CUBLAS_SIZES:
+        t, check = bench.bench_cublas((s, s, s))
+        if not check.ok:
+            raise bench.ValidationFailed(f"cuBLAS at {s}: {check}")
+        out["cublas_sweep"].append({"size": s, "ms": t.median_ms, "spread": t.spread,
+                                    "gflops": 2 * s ** 3 / (t.median_ms * 1e-3) / 1e9, "rel_err": check.rel_err})
+    s = 4096
+    for mode, name in ((bench.CUBLAS_DEFAULT_MATH, "fp32"), (bench.CUBLAS_TF32_TENSOR_OP_MATH, "tf32")):
+        t, check = bench.bench_cublas((s, s, s), math_mode=mode)
+        out["tf32"][name] = {"size": s, "ms": t.median_ms, "gflops": 2 * s ** 3 / (t.median_ms * 1e-3) / 1e9,
+                             "rel_err": check.rel_err, "tol": check.tol}
+    # The first launches of a kernel never timed before: module load and clock ramp-up show.
+    k = bench.Kernel("03_coalescing", {"TILE": 16, "OUTPUTS": 2})
+    ops = bench.Operands.random(Problem(2048, 2048, 2048))
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    for _ in range(8):
+        start.record()
+        k(ops)
+        stop.record()
+        stop.synchronize()
+        out["first_launches_ms"].append(cp.cuda.get_elapsed_time(start, stop))
+    # Repeated timings of one cuBLAS call, with and without the L2 flush.
+    ops = bench.Operands.random(Problem(1024, 1024, 1024))
+    for flush in (True, False):
+        (t,) = bench.time_interleaved([lambda: bench.cublas_sgemm(ops)], reps=200, flush=flush)
+        out["samples"]["flushed" if flush else "hot"] = {"median_ms": t.median_ms, "q1_ms": t.q1_ms,
+                                                          "q3_ms": t.q3_ms, "min_ms": t.min_ms, "max_ms": t.max_ms}
+    return out
+
+
+def _chapter00() -> tuple[dict, str]:
+    if device.available():
+        return measure_chapter00(), _source_label()
+    rec = records.latest()
+    return rec.data["chapter00"], rec.label
+
+
+def cublas_sweep() -> None:
+    data, label = _chapter00()
+    peak, bw = ceilings()
+    rows = [[f"{r['size']}", f"{r['ms']:.3f}", f"{r['gflops'] / 1e3:.1f}", f"{r['gflops'] / peak:.0%}",
+             f"{r['rel_err']:.1e}"] for r in data["cublas_sweep"]]
+    _show_markdown(_table(["M = N = K", "ms (median)", "TFLOP/s", "of FP32 peak", "rel. error vs float64"], rows)
+                   + f"\n\n*{label}*")
+    plots.cublas_vs_size(data["cublas_sweep"], peak, label)
+
+
+def roofline_chapter00() -> None:
+    data, label = _chapter00()
+    peak, bw = ceilings()
+    points = []
+    for r in data["cublas_sweep"]:
+        t = roofline.traffic(registry.get("03"), registry.get("03").defaults, Problem(r["size"], r["size"], r["size"]))
+        points.append((f"cuBLAS {r['size']}", t.compulsory_intensity, r["gflops"]))
+    plots.roofline(points, peak, bw, label, note="cuBLAS at its compulsory intensity (each byte moved once)")
+
+
+def warmup_and_spread() -> None:
+    data, label = _chapter00()
+    first = data["first_launches_ms"]
+    rows = [[i + 1, f"{t:.3f}"] for i, t in enumerate(first)]
+    _show_markdown("**The first launches of a kernel nobody had run yet** (2048^3, chapter 03's kernel):\n\n"
+                   + _table(["launch", "ms"], rows)
+                   + "\n\n**200 timings of one cuBLAS call at 1024^3**, with the L2 cache flushed before each "
+                   "and without:\n\n"
+                   + _table(["", "median ms", "quartiles", "min", "max"],
+                            [[k, f"{v['median_ms']:.4f}", f"{v['q1_ms']:.4f} .. {v['q3_ms']:.4f}",
+                              f"{v['min_ms']:.4f}", f"{v['max_ms']:.4f}"] for k, v in data["samples"].items()])
+                   + f"\n\n*{label}*")
+
+
+def tf32_contrast() -> None:
+    data, label = _chapter00()
+    rows = [[name.upper(), f"{v['gflops'] / 1e3:.1f}", f"{v['rel_err']:.1e}", f"{v['tol']:.1e}",
+             "passes" if v["rel_err"] <= v["tol"] else "FAILS the FP32 check"] for name, v in data["tf32"].items()]
+    _show_markdown(_table(["cuBLAS math mode (4096^3)", "TFLOP/s", "rel. error vs float64", "FP32 tolerance", "verdict"], rows)
+                   + f"\n\n*{label}*")
+
+
+# --- kernels: source, compile, SASS ---------------------------------------------------------------
+
+def show_kernel(name: str) -> None:
+    spec = registry.get(name)
+    _show_markdown(f"`kernels/{spec.path.name}`\n\n```cuda\n{spec.path.read_text()}```")
+
+
+def show_diff(old: str, new: str) -> None:
+    a, b = registry.get(old), registry.get(new)
+    diff = difflib.unified_diff(a.path.read_text().splitlines(), b.path.read_text().splitlines(),
+                                f"kernels/{a.path.name}", f"kernels/{b.path.name}", lineterm="", n=2)
+    _show_markdown("```diff\n" + "\n".join(diff) + "\n```")
+
+
+def compile_report(name: str, arch: str = "sm_90", **params) -> None:
+    """Compile (or refuse) and print the resource report; refusals and compiler errors are
+    shown, not raised, so a reader can try anything."""
+    try:
+        print(compile_kernel(name, params, arch).report())
+    except IllegalConfig as exc:
+        print(f"refused before compiling: {exc}")
+    except CompileError as exc:
+        print(exc)
+
+
+def show_sass(name: str, arch: str = "sm_90", **params) -> None:
+    print(sass.summary(compile_kernel(name, params, arch)))
+
+
+def show_inner_loop(name: str, arch: str = "sm_90", lines: int = 40, **params) -> None:
+    """The densest FFMA stretch of the SASS: what the hot loop really executes."""
+    text = sass.disassemble(compile_kernel(name, params, arch)).splitlines()
+    code = [l.strip() for l in text if l.strip().startswith("/*") and "*/" in l]
+    best, best_count = 0, -1
+    for i in range(max(1, len(code) - lines)):
+        n = sum("FFMA" in c for c in code[i:i + lines])
+        if n > best_count:
+            best, best_count = i, n
+    print("\n".join(code[best:best + lines]))
+
+
+# --- predictions and measurements ------------------------------------------------------------------
+
+def predict(name: str, size: int = 4096, **params) -> None:
+    spec = registry.get(name)
+    full = spec.resolve(params)
+    p = Problem(*_size(size))
+    t = roofline.traffic(spec, full, p)
+    peak, bw = ceilings()
+    bound = roofline.attainable_gflops(t.intensity, peak, bw)
+    _show_markdown(_table(["model (no caches)", spec.config_label(full)], [
+        ["bytes the threads request from global memory", f"{t.requested_bytes / 1e9:.2f} GB"],
+        ["intensity (FLOP per requested byte)", f"{t.intensity:.2f}"],
+        ["roofline bound if every request went to DRAM", f"{bound / 1e3:.2f} TFLOP/s"],
+        ["FP32 peak", f"{peak / 1e3:.1f} TFLOP/s"],
+    ]))
+
+
+def _measure_row(name: str, params: dict, size) -> tuple[dict, str]:
+    if device.available():
+        return bench.bench(name, params, _size(size)).as_row(), _source_label()
+    rec = records.latest()
+    return rec.result(name, params, _size(size)), rec.label
+
+
+def measure(name: str, size: int = 4096, **params) -> dict:
+    """Validate, then time the kernel and cuBLAS interleaved (or show the recorded run)."""
+    spec = registry.get(name)
+    row, label = _measure_row(spec.name, spec.resolve(params), size)
+    _show_markdown(_table(
+        ["", "ms (median)", "spread (IQR)", "TFLOP/s", "of cuBLAS", "rel. error"],
+        [[f"{spec.title} [{spec.config_label(row['params'])}]", f"{row['ms']:.3f}", f"{row['spread']:.1%}",
+          f"{row['gflops'] / 1e3:.2f}", f"{row['ratio']:.1%}", f"{row['rel_err']:.1e} (tol {row['tol']:.1e})"],
+         ["cuBLAS FP32, same run", f"{row['cublas_ms']:.3f}", f"{row['cublas_spread']:.1%}",
+          f"{row['cublas_gflops'] / 1e3:.2f}", "100%", f"{row['cublas_rel_err']:.1e}"]])
+        + f"\n\nsize {row['M']}x{row['N']}x{row['K']}, validated against float64 before timing. *{label}*")
+    return row
+
+
+def sweep(name: str, size: int = 4096) -> list[dict]:
+    """Every legal configuration at one size: live with a progress bar, or recorded."""
+    spec = registry.get(name)
+    if device.available():
+        from tqdm.auto import tqdm
+        rows = [bench.bench(spec.name, cfg, _size(size)).as_row()
+                for cfg in tqdm(spec.legal_configs(), desc=f"{spec.name} at {size}")]
+        label = _source_label()
+    else:
+        rec = records.latest()
+        rows = [r for r in rec.results(spec.name) if (r["M"], r["N"], r["K"]) == _size(size)]
+        label = rec.label
+    rows.sort(key=lambda r: -r["gflops"])
+    _show_markdown(_table(["configuration", "TFLOP/s", "of cuBLAS", "spread"],
+                          [[spec.config_label(r["params"]), f"{r['gflops'] / 1e3:.2f}", f"{r['ratio']:.1%}",
+                            f"{r['spread']:.1%}"] for r in rows]) + f"\n\n*{label}*")
+    plots.config_bars(spec, rows, label)
+    return rows
+
+
+def ladder(names: list[str] | None = None, size: int = 4096) -> None:
+    """Each kernel at its best recorded (or freshly swept) configuration against cuBLAS, on the roofline."""
+    names = names or list(registry.KERNELS)
+    peak, bw = ceilings()
+    rows, points = [], []
+    for name in names:
+        spec = registry.get(name)
+        if device.available():
+            best = _best_live(spec, size)
+            label = _source_label()
+        else:
+            rec = records.latest()
+            best = rec.best(spec.name, _size(size))
+            label = rec.label
+        t = roofline.traffic(spec, best["params"], Problem(*_size(size)))
+        rows.append([spec.title, spec.config_label(best["params"]), f"{best['gflops'] / 1e3:.2f}",
+                     f"{best['cublas_gflops'] / 1e3:.2f}", f"{best['ratio']:.1%}"])
+        points.append((spec.title, t.intensity, best["gflops"]))
+    _show_markdown(_table(["kernel", "best configuration", "TFLOP/s", "cuBLAS (same run)", "of cuBLAS"], rows)
+                   + f"\n\nsize {size}^3. *{label}*")
+    plots.roofline(points, peak, bw, label, note="kernels at the intensity of their requested global traffic")
+
+
+def _best_live(spec, size) -> dict:
+    """Best configuration at this size: the recorded best is re-measured live, so the table is
+    from this run; with no record for this GPU, the defaults."""
+    try:
+        params = records.latest().best(spec.name, _size(size))["params"]
+    except (records.NotRecorded, records.StaleRecord):
+        params = spec.defaults
+    return bench.bench(spec.name, params, _size(size)).as_row()
+
+
+def explore(name: str):
+    from . import widgets
+    return widgets.explorer(name)

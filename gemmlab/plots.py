@@ -1,0 +1,74 @@
+"""Matplotlib figures, drawn from real parameters and measurements. Nothing else lives here."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from . import roofline as model
+
+
+def _finish(fig, label: str):
+    fig.text(0.99, 0.01, label, ha="right", va="bottom", fontsize=7, color="0.4")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    plt.show()
+
+
+def roofline(points, peak_gflops: float, bandwidth_gbs: float, label: str, note: str = ""):
+    """points: (name, FLOP/byte, GFLOP/s). The roof is min(peak, bandwidth x intensity)."""
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    xs = np.logspace(-1.5, 3.5, 200)
+    ax.loglog(xs, [model.attainable_gflops(x, peak_gflops, bandwidth_gbs) / 1e3 for x in xs], "k-", lw=1.5)
+    ridge = model.ridge_point(peak_gflops, bandwidth_gbs)
+    ax.axvline(ridge, color="0.7", ls=":", lw=1)
+    ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, peak_gflops / 1e3 / 30), fontsize=8, color="0.4", ha="center")
+    ax.annotate(f"FP32 peak {peak_gflops / 1e3:.1f} TFLOP/s", (xs[-1], peak_gflops / 1e3), fontsize=8,
+                ha="right", va="bottom")
+    for name, x, y in points:
+        ax.loglog([x], [y / 1e3], "o")
+        ax.annotate(name, (x, y / 1e3), fontsize=8, xytext=(4, -10), textcoords="offset points")
+    ax.set_xlabel("arithmetic intensity (FLOP per byte of global memory)")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title("Roofline" + (f": {note}" if note else ""), fontsize=10)
+    ax.grid(True, which="both", alpha=0.2)
+    _finish(fig, label)
+
+
+def cublas_vs_size(sweep, peak_gflops: float, label: str):
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    sizes = [r["size"] for r in sweep]
+    ax.plot(sizes, [r["gflops"] / 1e3 for r in sweep], "o-", label="cuBLAS SGEMM (FP32)")
+    ax.axhline(peak_gflops / 1e3, color="k", ls="--", lw=1, label="FP32 peak")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes, [str(s) for s in sizes])
+    ax.set_xlabel("M = N = K")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_ylim(0, peak_gflops / 1e3 * 1.1)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.2)
+    _finish(fig, label)
+
+
+def config_bars(spec, rows, label: str):
+    """GFLOP/s of each configuration at one size, cuBLAS from the same runs as a line."""
+    if not rows:
+        return
+    fig, ax = plt.subplots(figsize=(7, 0.28 * len(rows) + 1.2))
+    names = [spec.config_label(r["params"]) for r in rows][::-1]
+    ax.barh(names, [r["gflops"] / 1e3 for r in rows][::-1], color="C0")
+    ax.axvline(np.median([r["cublas_gflops"] for r in rows]) / 1e3, color="C3", ls="--", lw=1,
+               label="cuBLAS (median over these runs)")
+    ax.set_xlabel("TFLOP/s")
+    ax.set_title(f"{spec.title}: every legal configuration at {rows[0]['M']}^3", fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.tick_params(axis="y", labelsize=7)
+    _finish(fig, label)
+
+
+def explorer_bars(title: str, kernel_gflops: float, cublas_gflops: float, peak_gflops: float, label: str):
+    fig, ax = plt.subplots(figsize=(6, 1.8))
+    ax.barh(["FP32 peak", "cuBLAS", title], [peak_gflops / 1e3, cublas_gflops / 1e3, kernel_gflops / 1e3],
+            color=["0.8", "C3", "C0"])
+    ax.set_xlabel("TFLOP/s")
+    for y, v in enumerate([peak_gflops, cublas_gflops, kernel_gflops]):
+        ax.annotate(f"{v / 1e3:.2f}", (v / 1e3, y), xytext=(3, -3), textcoords="offset points", fontsize=8)
+    _finish(fig, label)

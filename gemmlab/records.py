@@ -1,0 +1,129 @@
+"""Recorded GPU results, for readers with no GPU.
+
+`python -m gemmlab record` (on a GPU) measures every registered kernel over every legal
+configuration and every explorer size, plus chapter 00's measurements, and writes one JSON
+file per device under gemmlab/data/. Each file carries the device, versions, date and the
+source hash of every kernel; a result whose kernel file has changed since is refused.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import platform
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import compile as compiler
+from . import registry
+from .registry import Params
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
+class StaleRecord(LookupError):
+    pass
+
+
+class NotRecorded(LookupError):
+    pass
+
+
+@dataclass
+class Record:
+    path: Path
+    data: dict
+
+    @property
+    def label(self) -> str:
+        return f"recorded on {self.data['device']['name']}, {self.data['date']}"
+
+    @property
+    def device(self) -> dict:
+        return self.data["device"]
+
+    def stale_kernels(self) -> list[str]:
+        """Kernels whose file changed since this record was made (or that no longer exist)."""
+        stale = []
+        for name, recorded_hash in self.data["sources"].items():
+            spec = registry.KERNELS.get(name)
+            if spec is None or compiler.source_hash(spec) != recorded_hash:
+                stale.append(name)
+        return stale
+
+    def results(self, kernel: str | None = None) -> list[dict]:
+        rows = [r for r in self.data["results"] if kernel is None or r["kernel"] == kernel]
+        if kernel is not None and kernel in self.stale_kernels():
+            raise StaleRecord(f"the recorded results for {kernel} were measured on an older version of "
+                              f"kernels/{kernel}.cu; run `python -m gemmlab record` on a GPU to refresh them")
+        return rows
+
+    def result(self, kernel: str, params: Params, size: tuple[int, int, int]) -> dict:
+        full = registry.get(kernel).resolve(params)
+        for row in self.results(kernel):
+            if row["params"] == full and (row["M"], row["N"], row["K"]) == tuple(size):
+                return row
+        raise NotRecorded(f"{kernel} [{registry.get(kernel).config_label(full)}] at "
+                          f"{'x'.join(map(str, size))} was not recorded ({self.label})")
+
+    def best(self, kernel: str, size: tuple[int, int, int]) -> dict:
+        rows = [r for r in self.results(kernel) if (r["M"], r["N"], r["K"]) == tuple(size)]
+        if not rows:
+            raise NotRecorded(f"no recorded results for {kernel} at {'x'.join(map(str, size))}")
+        return max(rows, key=lambda r: r["gflops"])
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def load_all() -> list[Record]:
+    return [Record(p, json.loads(p.read_text())) for p in sorted(DATA_DIR.glob("*.json"))]
+
+
+def latest() -> Record:
+    records = load_all()
+    if not records:
+        raise NotRecorded("no recorded GPU results are shipped in gemmlab/data/")
+    return max(records, key=lambda r: r.data["date"])
+
+
+def versions() -> dict:
+    from importlib import metadata
+    from . import toolchain
+    out = {"python": platform.python_version(), "nvrtc": toolchain.nvrtc_build()}
+    for dist in ("cupy-cuda13x", "cupy-cuda12x", "numpy"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def record(kernels: list[str] | None = None, sizes=registry.EXPLORER_SIZES, out_dir: Path = DATA_DIR,
+           progress: bool = True) -> Path:
+    """Measure and write a record for this GPU. Every result was validated first (bench.bench
+    raises on a wrong answer, and a failing configuration aborts the record)."""
+    from tqdm.auto import tqdm
+    from . import bench, device, lessons
+
+    facts = device.facts()
+    if facts is None:
+        raise RuntimeError(device.why_unavailable())
+    names = kernels or list(registry.KERNELS)
+    jobs = [(n, cfg, s) for n in names for cfg in registry.KERNELS[n].legal_configs() for s in sizes]
+    results = []
+    for name, cfg, s in tqdm(jobs, desc="record", disable=not progress):
+        results.append(bench.bench(name, cfg, (s, s, s)).as_row())
+    data = {
+        "device": {**facts.as_dict(), "measured_copy_gbs": round(device.measure_copy_bandwidth(), 1)},
+        "date": _dt.date.today().isoformat(),
+        "versions": {**versions(), "driver_cuda": facts.driver_cuda},
+        "sources": {n: compiler.source_hash(registry.KERNELS[n]) for n in names},
+        "results": results,
+        "chapter00": lessons.measure_chapter00(),
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{_slug(facts.name)}.json"
+    path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+    return path

@@ -1,0 +1,65 @@
+"""Disassemble a build with nvdisasm (from pip) and summarise its instruction mix. No GPU needed."""
+from __future__ import annotations
+
+import re
+import subprocess
+from collections import Counter
+
+from . import toolchain
+from .compile import Build
+
+_INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
+
+
+def disassemble(build: Build) -> str:
+    result = subprocess.run([str(toolchain.nvdisasm()), "-c", str(build.cubin_path)],
+                            capture_output=True, text=True)
+    if result.returncode:
+        raise RuntimeError(f"nvdisasm failed: {result.stderr.strip()}")
+    return result.stdout
+
+
+def instructions(build: Build) -> list[str]:
+    """Opcodes with their modifiers (e.g. 'LDS.128', 'FFMA'), in program order."""
+    return [m.group(1) for m in _INSTRUCTION.finditer(disassemble(build))]
+
+
+# The families a GEMM reader cares about, by opcode prefix.
+FAMILIES = {
+    "FFMA": "FP32 fused multiply-add (the useful work)",
+    "LDG": "load from global memory",
+    "STG": "store to global memory",
+    "LDS": "load from shared memory",
+    "STS": "store to shared memory",
+    "LDL": "load from local memory (spills)",
+    "STL": "store to local memory (spills)",
+    "BAR": "barrier (__syncthreads)",
+}
+
+
+def mix(build: Build) -> Counter:
+    """Static counts per opcode with width, e.g. {'FFMA': 512, 'LDS.128': 64, 'LDG.E': 8}."""
+    counts: Counter = Counter()
+    for op in instructions(build):
+        base = op.split(".")[0]
+        if base in FAMILIES:
+            width = next((part for part in op.split(".")[1:] if part in ("64", "128", "U8", "S8", "U16")), "")
+            counts[f"{base}.{width}" if width else base] += 1
+        else:
+            counts["other"] += 1
+    return counts
+
+
+def summary(build: Build) -> str:
+    counts = mix(build)
+    total = sum(counts.values())
+    ffma = counts.get("FFMA", 0)
+    lds = sum(v for k, v in counts.items() if k.startswith("LDS"))
+    lines = [f"SASS of {build.kernel} [{build.spec.config_label(build.params)}] for {build.arch}: "
+             f"{total} instructions (static count, whole kernel)"]
+    for key, value in sorted(counts.items(), key=lambda kv: (kv[0] == "other", -kv[1])):
+        family = FAMILIES.get(key.split(".")[0], "everything else (address math, branches, moves)")
+        lines.append(f"  {key:<9} {value:>6}  {family}")
+    if lds:
+        lines.append(f"  FFMA per shared-memory load instruction: {ffma / lds:.2f}")
+    return "\n".join(lines)

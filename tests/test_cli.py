@@ -1,0 +1,43 @@
+"""The command line, as a reader types it."""
+import subprocess
+import sys
+
+import pytest
+
+from gemmlab import device
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "gemmlab", *args], capture_output=True, text=True)
+
+
+def test_info_names_the_gpu_or_says_there_is_none():
+    out = run("info")
+    assert out.returncode == 0, out.stderr
+    assert "NVRTC: " in out.stdout and "nvdisasm: " in out.stdout
+    first = out.stdout.splitlines()[0]
+    assert first.startswith("GPU: ") and (("no GPU" in first) != device.available())
+
+
+def test_compile_prints_the_resource_report():
+    out = run("compile", "03", "--arch", "sm_80", "-D", "TILE=16", "-D", "OUTPUTS=2")
+    assert out.returncode == 0, out.stderr
+    assert "03_coalescing [TILE=16 OUTPUTS=2] for sm_80" in out.stdout
+    assert "registers/thread" in out.stdout and "occupancy" in out.stdout
+
+
+def test_compile_refuses_an_illegal_config_with_its_rule():
+    out = run("compile", "02", "-D", "TILE=64", "-D", "OUTPUTS=1")
+    assert out.returncode == 2
+    assert "rule 'block-size' violated" in out.stderr and "4096 threads" in out.stderr
+
+
+def test_compile_rejects_malformed_defines_and_unknown_kernels():
+    assert "NAME=INTEGER" in run("compile", "02", "-D", "TILE").stderr
+    assert "known kernels" in run("compile", "nope").stderr
+
+
+@pytest.mark.skipif(device.available(), reason="checks the no-GPU message")
+def test_bench_without_gpu_says_why():
+    out = run("bench", "01")
+    assert out.returncode == 2 and "needs a GPU" in out.stderr

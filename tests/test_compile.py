@@ -1,0 +1,72 @@
+"""Compilation with NVRTC from pip: no GPU needed."""
+import pytest
+
+from gemmlab import registry, sass
+from gemmlab.compile import ARCHS, CompileError, compile_kernel
+from gemmlab.registry import KERNELS
+
+CASES = [(name, cfg) for name, spec in KERNELS.items() for cfg in spec.extreme_configs()]
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("name,cfg", CASES, ids=[f"{n}-{'-'.join(f'{k}{v}' for k, v in c.items())}" for n, c in CASES])
+def test_compiles_at_default_and_extreme_configs(name, cfg, arch, tmp_path, monkeypatch):
+    build = compile_kernel(name, cfg, arch)
+    assert build.cubin[:4] == b"\x7fELF"
+    r = build.resources
+    assert 0 < r.registers <= 255
+    assert not r.spills, build.report()
+    if KERNELS[name].stages_tiles:
+        assert r.static_smem == 2 * cfg["TILE"] ** 2 * 4
+    assert build.occupancy.blocks_per_sm >= 1
+
+
+def test_extreme_configs_cover_both_ends_of_every_tunable():
+    for spec in KERNELS.values():
+        configs = spec.extreme_configs()
+        legal = spec.legal_configs()
+        for p in spec.params:
+            used = {c[p.name] for c in legal}
+            seen = {c[p.name] for c in configs}
+            assert min(used) in seen and max(used) in seen
+
+
+def test_illegal_config_is_refused_before_compiling(tmp_path, monkeypatch):
+    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
+    with pytest.raises(registry.IllegalConfig, match="static-shared-memory|block-size"):
+        compile_kernel("03_coalescing", {"TILE": 64, "OUTPUTS": 2})
+    assert not list(tmp_path.iterdir()), "nothing was compiled or cached"
+
+
+def test_cache_hit_on_second_compile(tmp_path, monkeypatch):
+    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
+    first = compile_kernel("01_naive", {"BLOCK_M": 64, "BLOCK_N": 4})
+    second = compile_kernel("01_naive", {"BLOCK_M": 64, "BLOCK_N": 4})
+    assert not first.cached and second.cached
+    assert first.cubin == second.cubin and first.resources == second.resources
+    other_arch = compile_kernel("01_naive", {"BLOCK_M": 64, "BLOCK_N": 4}, "sm_80")
+    assert not other_arch.cached
+
+
+def test_compile_error_names_file_and_line(tmp_path, monkeypatch):
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    source = registry.get("01").path.read_text().replace("acc += A", "acc += undefined_name + A")
+    (kernels / "01_naive.cu").write_text(source)
+    line = next(i for i, l in enumerate(source.splitlines(), 1) if "undefined_name" in l)
+    monkeypatch.setattr(registry, "KERNEL_DIR", kernels)
+    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(CompileError, match=rf"kernels/01_naive\.cu\({line}\): error: identifier \"undefined_name\" is undefined"):
+        compile_kernel("01_naive")
+
+
+def test_sass_shows_the_expected_instructions():
+    naive = sass.mix(compile_kernel("01_naive"))
+    assert naive["FFMA"] > 0 and not any(k.startswith("LDS") for k in naive), "naive reads no shared memory"
+    tiled = sass.mix(compile_kernel("03_coalescing", {"TILE": 32, "OUTPUTS": 4}))
+    assert tiled["BAR"] >= 2 and tiled["LDS.128"] > 0  # As[r][k..k+3]: one 128-bit broadcast load
+    assert "FFMA per shared-memory load" in sass.summary(compile_kernel("03_coalescing"))
+
+
+def test_archs_listed_are_the_tested_ones():
+    assert {"sm_80", "sm_90"} <= set(ARCHS)

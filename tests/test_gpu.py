@@ -1,0 +1,70 @@
+"""On a GPU: correctness over awkward shapes, NaN poisoning, the FP32 baseline, timing sanity."""
+import pytest
+
+from gemmlab import bench, device, registry
+from gemmlab.registry import KERNELS, Problem
+
+pytestmark = pytest.mark.gpu
+
+AWKWARD = [
+    Problem(1, 1, 1),
+    Problem(7, 13, 5),                       # primes
+    Problem(127, 129, 131),
+    Problem(129, 127, 1),                    # K = 1
+    Problem(2049, 33, 64),                   # tall
+    Problem(31, 1025, 257),                  # wide
+    Problem(100, 70, 90, lda=97, ldb=75, ldc=71, alpha=0.75, beta=-0.5),   # padded rows, alpha, beta
+    Problem(64, 64, 64, alpha=-2.0, beta=1.0),
+    Problem(300, 200, 1000, lda=1003, ldb=201, ldc=256, alpha=1.0, beta=0.0),
+]
+CASES = [(name, cfg) for name, spec in KERNELS.items() for cfg in spec.extreme_configs()]
+
+
+@pytest.mark.parametrize("name,cfg", CASES, ids=[f"{n}-{'-'.join(f'{k}{v}' for k, v in c.items())}" for n, c in CASES])
+def test_correct_on_awkward_shapes(name, cfg):
+    kernel = bench.Kernel(name, cfg)
+    for problem in AWKWARD:
+        check = kernel.validate(problem, seed=1)
+        assert check.ok, f"{name} {cfg} {problem}: {check}"
+
+
+def test_poisoned_output_is_caught():
+    """A launch that covers only part of C leaves NaN behind, and validation fails."""
+    kernel = bench.Kernel("03_coalescing")
+    problem = Problem(96, 96, 64)
+    ops = bench.Operands.random(problem, seed=2)
+    kernel(bench.Operands(Problem(64, 96, 64), ops.A[:64], ops.B, ops.C[:64], None))
+    check = bench.compare(ops)
+    assert not check.ok and check.nonfinite == 32 * 96
+
+
+def test_wrong_answer_is_caught():
+    kernel = bench.Kernel("01_naive")
+    ops = bench.Operands.random(Problem(64, 64, 64), seed=3)
+    kernel(ops)
+    ops.C[5, 7] += 1e-3
+    assert not bench.compare(ops).ok
+
+
+def test_cublas_baseline_is_fp32_not_tf32():
+    assert bench.cublas_math_mode() in (bench.CUBLAS_DEFAULT_MATH, bench.CUBLAS_PEDANTIC_MATH)
+    size = (2048, 2048, 2048)
+    _, fp32 = bench.bench_cublas(size, reps=3)
+    _, tf32 = bench.bench_cublas(size, math_mode=bench.CUBLAS_TF32_TENSOR_OP_MATH, reps=3)
+    assert fp32.ok, fp32
+    assert not tf32.ok and tf32.rel_err > 10 * fp32.rel_err, "the tolerance tells TF32 from FP32"
+    assert bench.cublas_math_mode() == bench.CUBLAS_DEFAULT_MATH, "the TF32 run restored the math mode"
+
+
+def test_timing_is_sane():
+    m = bench.bench("03_coalescing", None, (1024, 1024, 1024), reps=5)
+    peak = device.facts().peak_fp32_tflops * 1e3
+    assert 0 < m.gflops < peak and 0 < m.cublas_gflops < peak
+    assert m.kernel_time.min_ms <= m.kernel_time.median_ms <= m.kernel_time.max_ms
+    assert m.check.ok and m.cublas_check.ok
+
+
+def test_unsupported_grid_is_refused_not_launched():
+    spec = registry.get("01_naive")
+    with pytest.raises(registry.UnsupportedShape, match="grid-y-limit"):
+        spec.launch(spec.defaults, Problem(32 * 65536, 1, 1))

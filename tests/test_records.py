@@ -1,0 +1,40 @@
+"""Recorded GPU results: present, complete and fresh."""
+import pytest
+
+from gemmlab import records, registry
+
+
+def test_a_record_is_shipped():
+    assert records.load_all(), "gemmlab/data/ holds no recorded GPU run"
+
+
+@pytest.mark.parametrize("record", records.load_all(), ids=lambda r: r.path.name)
+def test_record_is_fresh(record):
+    stale = record.stale_kernels()
+    assert not stale, (f"{record.path.name}: kernels changed since they were recorded: {stale}; "
+                       f"re-run `python -m gemmlab record` on a GPU")
+
+
+@pytest.mark.parametrize("record", records.load_all(), ids=lambda r: r.path.name)
+def test_record_covers_every_kernel_config_and_explorer_size(record):
+    for name, spec in registry.KERNELS.items():
+        for cfg in spec.legal_configs():
+            for s in registry.EXPLORER_SIZES:
+                row = record.result(name, cfg, (s, s, s))
+                assert row["rel_err"] <= row["tol"], "only validated results are recorded"
+                assert 0 < row["gflops"] < record.device["peak_fp32_tflops"] * 1e3
+
+
+@pytest.mark.parametrize("record", records.load_all(), ids=lambda r: r.path.name)
+def test_record_says_where_and_when(record):
+    d = record.data
+    assert d["device"]["name"] and d["date"] and d["versions"]["nvrtc"]
+    assert record.label.startswith("recorded on ")
+    assert [r["size"] for r in d["chapter00"]["cublas_sweep"]] == list(registry.CUBLAS_SIZES)
+
+
+def test_stale_source_is_refused(monkeypatch):
+    record = records.latest()
+    monkeypatch.setitem(record.data["sources"], "01_naive", "0" * 16)
+    with pytest.raises(records.StaleRecord, match="older version"):
+        record.results("01_naive")

@@ -1,0 +1,74 @@
+"""The registry and kernels/ agree: one spec per file, the same tunables and defaults."""
+import re
+
+import pytest
+
+from gemmlab import registry
+from gemmlab.registry import IllegalConfig, KERNELS, KERNEL_DIR, Problem
+
+DEFINE = re.compile(r"#ifndef (\w+)\s*\n#define \1 (-?\d+)")
+
+
+def test_every_kernel_file_is_registered_and_every_spec_has_a_file():
+    files = {p.stem for p in KERNEL_DIR.glob("*.cu")}
+    assert files == set(KERNELS), f"files without a spec: {files - set(KERNELS)}; specs without a file: {set(KERNELS) - files}"
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_file_defaults_match_registry(name):
+    spec = KERNELS[name]
+    source = spec.path.read_text()
+    file_defaults = {k: int(v) for k, v in DEFINE.findall(source)}
+    assert file_defaults == spec.defaults
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_file_has_header_and_the_uniform_entry_point(name):
+    source = KERNELS[name].path.read_text()
+    assert source.startswith(f"// Chapter {KERNELS[name].chapter:02d}"), "header comment names the chapter"
+    assert re.search(r'extern "C" __global__ void(?: __launch_bounds__\([^)]*\))?\s+sgemm\(int M, int N, int K, float alpha, const float\* '
+                     r'__restrict__ A, int lda,\s+const float\* __restrict__ B, int ldb, float beta, '
+                     r'float\* __restrict__ C, int ldc\)', source)
+    assert "<<<" not in source and "main(" not in source, "kernels hold no launch code"
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_defaults_are_legal_and_in_their_value_lists(name):
+    spec = KERNELS[name]
+    assert spec.resolve() == spec.defaults
+    for p in spec.params:
+        assert p.default in p.values
+    assert spec.defaults in spec.legal_configs()
+
+
+def test_illegal_configurations_name_their_rule():
+    with pytest.raises(IllegalConfig, match="rule 'block-size'"):
+        registry.get("02").resolve({"TILE": 64, "OUTPUTS": 1})  # 4096 threads
+    with pytest.raises(IllegalConfig, match="rule 'block-size'"):
+        registry.get("01").resolve({"BLOCK_M": 256, "BLOCK_N": 8})
+    with pytest.raises(IllegalConfig, match="TILE-legal-values"):
+        registry.get("03").resolve({"TILE": 48})
+    with pytest.raises(IllegalConfig, match="known-parameter"):
+        registry.get("03").resolve({"BK": 8})
+
+
+def test_lookup_by_chapter_number_and_unknown_names():
+    assert registry.get("2").name == "02_smem_tiling"
+    assert registry.get("03").name == "03_coalescing"
+    with pytest.raises(KeyError, match="known kernels"):
+        registry.get("99")
+
+
+def test_launch_geometry_covers_every_element():
+    spec = registry.get("03")
+    params = spec.resolve({"TILE": 16, "OUTPUTS": 2})
+    grid, block = spec.launch(params, Problem(33, 17, 5))
+    assert grid == (2, 3, 1) and block == (128, 1, 1)
+
+
+def test_problem_rejects_bad_shapes():
+    with pytest.raises(ValueError, match="M must be >= 1"):
+        Problem(0, 4, 4)
+    with pytest.raises(ValueError, match="lda=3 is shorter than a row"):
+        Problem(4, 4, 4, lda=3)
+    assert Problem(4, 5, 6).flops == 240
