@@ -84,6 +84,22 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_sweep(args) -> int:
+    from tqdm.auto import tqdm
+    from . import bench, device
+    if not device.available():
+        print(f"sweep needs a GPU: {device.why_unavailable()}", file=sys.stderr)
+        return 2
+    spec = registry.get(args.kernel)
+    size = tuple(args.size) if args.size else (4096, 4096, 4096)
+    rows = [bench.bench(spec, cfg, size) for cfg in tqdm(spec.legal_configs(), desc=spec.name)]
+    rows.sort(key=lambda m: -m.gflops)
+    for m in rows:
+        print(f"{spec.config_label(m.params):<24} {m.gflops:>9.0f} GFLOP/s {m.ratio:>7.1%} of cuBLAS "
+              f"({m.cublas_gflops:.0f})  spread {m.kernel_time.spread:.1%}  err {m.check.rel_err:.1e}")
+    return 0
+
+
 def cmd_record(args) -> int:
     from . import device, records
     if not device.available():
@@ -113,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--size", nargs=3, type=int, metavar=("M", "N", "K"))
     p.add_argument("--reps", type=int, default=None)
     p.set_defaults(fn=cmd_bench)
+    p = sub.add_parser("sweep", help="every legal configuration of a kernel at one size (GPU)")
+    p.add_argument("kernel")
+    p.add_argument("--size", nargs=3, type=int, metavar=("M", "N", "K"))
+    p.set_defaults(fn=cmd_sweep)
     p = sub.add_parser("record", help="measure every kernel over the explorer configurations (GPU)")
     p.add_argument("kernel", nargs="*")
     p.set_defaults(fn=cmd_record)

@@ -13,7 +13,7 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import registry, toolchain
+from . import cubin, registry, sass, toolchain
 from .registry import KernelSpec, Params
 
 DEFAULT_ARCH = "sm_90"
@@ -45,32 +45,41 @@ _REGS_PER_SM = 65536
 
 @dataclass(frozen=True)
 class Resources:
+    """Per-thread registers, static shared memory per block, stack frame, and the bytes that
+    local-memory stores/loads move (spills, as ptxas counts them: static, per thread)."""
     registers: int
     static_smem: int
     stack_frame: int
     spill_stores: int
     spill_loads: int
-    barriers: int
 
     @classmethod
-    def parse(cls, log: str) -> "Resources":
+    def of(cls, cubin_bytes: bytes, opcodes: list[str]) -> "Resources":
+        r = cubin.resources(cubin_bytes)
+        return cls(r["registers"], r["static_smem"], r["stack_frame"],
+                   _local_bytes(opcodes, "STL"), _local_bytes(opcodes, "LDL"))
+
+    @classmethod
+    def from_ptxas_log(cls, log: str) -> "Resources | None":
+        """The ptxas report, when NVRTC's log carries one (not always: see cubin.py)."""
+        if not re.search(r"Used \d+ registers", log):
+            return None
+
         def grab(pattern: str) -> int:
             m = re.search(pattern, log)
             return int(m.group(1)) if m else 0
-        if not re.search(r"Used \d+ registers", log):
-            raise ValueError("no ptxas resource report in the compiler log")
-        return cls(
-            registers=grab(r"Used (\d+) registers"),
-            static_smem=grab(r"(\d+) bytes smem"),
-            stack_frame=grab(r"(\d+) bytes stack frame"),
-            spill_stores=grab(r"(\d+) bytes spill stores"),
-            spill_loads=grab(r"(\d+) bytes spill loads"),
-            barriers=grab(r"used (\d+) barriers"),
-        )
+        return cls(grab(r"Used (\d+) registers"), grab(r"(\d+) bytes smem"), grab(r"(\d+) bytes stack frame"),
+                   grab(r"(\d+) bytes spill stores"), grab(r"(\d+) bytes spill loads"))
 
     @property
     def spills(self) -> bool:
         return bool(self.spill_stores or self.spill_loads)
+
+
+def _local_bytes(opcodes: list[str], op: str) -> int:
+    widths = {"64": 8, "128": 16}
+    return sum(next((widths[p] for p in o.split(".")[1:] if p in widths), 4)
+               for o in opcodes if o.split(".")[0] == op)
 
 
 @dataclass(frozen=True)
@@ -198,12 +207,13 @@ def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch:
     if cached:
         log = log_path.read_text()
     else:
-        ok, cubin, log = _nvrtc_compile(source, f"kernels/{spec.path.name}", options)
+        ok, image, log = _nvrtc_compile(source, f"kernels/{spec.path.name}", options)
         if not ok:
             raise CompileError(spec.name, full, arch, log)
         tmp = cubin_path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_bytes(cubin)
+        tmp.write_bytes(image)
         log_path.write_text(log)
         tmp.replace(cubin_path)  # atomic: a concurrent reader never sees half a cubin
-    return Build(spec.name, full, arch, cubin_path, log, Resources.parse(log), compiler,
+    resources = Resources.of(cubin_path.read_bytes(), sass.opcodes(cubin_path))
+    return Build(spec.name, full, arch, cubin_path, log, resources, compiler,
                  source_hash(spec), cached)

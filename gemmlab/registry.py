@@ -209,7 +209,7 @@ def _naive() -> KernelSpec:
         technique="one thread per element of C, straight from global memory",
         params=(
             Param("BLOCK_M", (32, 64, 128, 256), 32, "rows of C per block; consecutive threads take consecutive rows"),
-            Param("BLOCK_N", (1, 2, 4, 8, 16, 32), 32, "columns of C per block"),
+            Param("BLOCK_N", (1, 2, 4, 8, 16, 32), 4, "columns of C per block"),
         ),
         threads=threads,
         tile=lambda p: (p["BLOCK_M"], p["BLOCK_N"]),

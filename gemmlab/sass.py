@@ -6,22 +6,30 @@ import subprocess
 from collections import Counter
 
 from . import toolchain
-from .compile import Build
+from pathlib import Path
 
 _INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
 
 
-def disassemble(build: Build) -> str:
-    result = subprocess.run([str(toolchain.nvdisasm()), "-c", str(build.cubin_path)],
+def _disassemble(cubin_path: Path) -> str:
+    result = subprocess.run([str(toolchain.nvdisasm()), "-c", str(cubin_path)],
                             capture_output=True, text=True)
     if result.returncode:
         raise RuntimeError(f"nvdisasm failed: {result.stderr.strip()}")
     return result.stdout
 
 
-def instructions(build: Build) -> list[str]:
+def disassemble(build) -> str:
+    return _disassemble(build.cubin_path)
+
+
+def opcodes(cubin_path: Path) -> list[str]:
     """Opcodes with their modifiers (e.g. 'LDS.128', 'FFMA'), in program order."""
-    return [m.group(1) for m in _INSTRUCTION.finditer(disassemble(build))]
+    return [m.group(1) for m in _INSTRUCTION.finditer(_disassemble(cubin_path))]
+
+
+def instructions(build) -> list[str]:
+    return opcodes(build.cubin_path)
 
 
 # The families a GEMM reader cares about, by opcode prefix.
@@ -37,7 +45,7 @@ FAMILIES = {
 }
 
 
-def mix(build: Build) -> Counter:
+def mix(build) -> Counter:
     """Static counts per opcode with width, e.g. {'FFMA': 512, 'LDS.128': 64, 'LDG.E': 8}."""
     counts: Counter = Counter()
     for op in instructions(build):
@@ -50,7 +58,7 @@ def mix(build: Build) -> Counter:
     return counts
 
 
-def summary(build: Build) -> str:
+def summary(build) -> str:
     counts = mix(build)
     total = sum(counts.values())
     ffma = counts.get("FFMA", 0)

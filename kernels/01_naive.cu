@@ -13,7 +13,7 @@
 #define BLOCK_M 32
 #endif
 #ifndef BLOCK_N
-#define BLOCK_N 32
+#define BLOCK_N 4
 #endif
 
 extern "C" __global__ void __launch_bounds__(BLOCK_M * BLOCK_N)

@@ -31,6 +31,20 @@ def test_extreme_configs_cover_both_ends_of_every_tunable():
             assert min(used) in seen and max(used) in seen
 
 
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_cubin_resources_agree_with_the_ptxas_report(arch):
+    """Resources come from the cubin; wherever NVRTC's log carries the ptxas report, they agree."""
+    from gemmlab.compile import Resources
+    compared = 0
+    for name, cfg in CASES:
+        build = compile_kernel(name, cfg, arch)
+        reported = Resources.from_ptxas_log(build.log)
+        if reported is not None:
+            assert reported == build.resources, f"{name} {cfg}"
+            compared += 1
+    assert compared or not any("ptxas" in compile_kernel(n, c, arch).log for n, c in CASES)
+
+
 def test_illegal_config_is_refused_before_compiling(tmp_path, monkeypatch):
     monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
     with pytest.raises(registry.IllegalConfig, match="static-shared-memory|block-size"):
