@@ -84,6 +84,20 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_run(args) -> int:
+    """One launch on fresh random inputs, then validation: what a profiler wraps."""
+    from . import bench, device
+    if not device.available():
+        print(f"run needs a GPU: {device.why_unavailable()}", file=sys.stderr)
+        return 2
+    kernel = bench.Kernel(args.kernel, _defines(args.define))
+    ops = bench.Operands.random(registry.Problem(*(args.size or (2048, 2048, 2048))))
+    kernel(ops)
+    check = bench.compare(ops)
+    print(f"{kernel.spec.name} [{kernel.spec.config_label(kernel.params)}]: {check}")
+    return 0 if check.ok else 1
+
+
 def cmd_sweep(args) -> int:
     from tqdm.auto import tqdm
     from . import bench, device
@@ -129,6 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--size", nargs=3, type=int, metavar=("M", "N", "K"))
     p.add_argument("--reps", type=int, default=None)
     p.set_defaults(fn=cmd_bench)
+    p = sub.add_parser("run", help="launch once and validate (for profilers such as ncu) (GPU)")
+    p.add_argument("kernel")
+    p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE")
+    p.add_argument("--size", nargs=3, type=int, metavar=("M", "N", "K"))
+    p.set_defaults(fn=cmd_run)
     p = sub.add_parser("sweep", help="every legal configuration of a kernel at one size (GPU)")
     p.add_argument("kernel")
     p.add_argument("--size", nargs=3, type=int, metavar=("M", "N", "K"))

@@ -7,7 +7,7 @@ normwise relative error with a tolerance that grows with sqrt(K), and NaN/Inf an
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np

@@ -72,3 +72,25 @@ def explorer_bars(title: str, kernel_gflops: float, cublas_gflops: float, peak_g
     for y, v in enumerate([peak_gflops, cublas_gflops, kernel_gflops]):
         ax.annotate(f"{v / 1e3:.2f}", (v / 1e3, y), xytext=(3, -3), textcoords="offset points", fontsize=8)
     _finish(fig, label)
+
+
+def thread_map(spec, params, label: str = ""):
+    """The block's tile of C, coloured by warp; warp 0's lanes numbered. Consecutive lanes side by
+    side in a row of C means their loads and stores touch consecutive addresses (row-major)."""
+    rows, cols = spec.tile(params)
+    show_r, show_c = min(rows, 32), min(cols, 32)
+    owner = np.array([[spec.owner(params, r, c) for c in range(show_c)] for r in range(show_r)])
+    fig, ax = plt.subplots(figsize=(5.2, 5.2 * show_r / max(show_c, 1) + 0.6))
+    ax.imshow(owner // 32 % 8, cmap="Pastel2", vmin=0, vmax=7)
+    first = {}
+    for (r, c), t in np.ndenumerate(owner):
+        if t < 32 and t not in first:
+            first[t] = (r, c)
+    for t, (r, c) in first.items():
+        ax.text(c, r, str(t), ha="center", va="center", fontsize=6)
+    ax.set_xlabel("column of C within the tile (consecutive addresses in memory)")
+    ax.set_ylabel("row of C within the tile")
+    cut = "" if (show_r, show_c) == (rows, cols) else f" (top-left {show_r}x{show_c} shown)"
+    ax.set_title(f"{spec.title} [{spec.config_label(params)}]\ncolour = warp, "
+                 f"numbers = lanes of warp 0 (first element each){cut}", fontsize=8)
+    _finish(fig, label)

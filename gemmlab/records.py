@@ -100,6 +100,46 @@ def versions() -> dict:
     return out
 
 
+# Nsight Compute counters recorded for each kernel's default configuration.
+NCU_METRICS = {
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": "global load sectors",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": "global load requests",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum": "global store sectors",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum": "global store requests",
+    "dram__bytes_read.sum": "DRAM bytes read",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": "shared-load bank conflicts",
+}
+PROFILE_SIZE = 2048
+
+
+def profile(kernels: list[str]) -> dict:
+    """Run each kernel once under ncu (clocks left alone) and read the counters above. Returns {}
+    when ncu is not installed: the counters are extra evidence, not a requirement."""
+    import csv
+    import shutil
+    import subprocess
+    import sys
+    ncu = shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if Path(p).exists()), None)
+    if ncu is None:
+        return {}
+    out = {}
+    for name in kernels:
+        cmd = [ncu, "--clock-control", "none", "--kernel-name", "sgemm", "--launch-count", "1", "--csv",
+               "--metrics", ",".join(NCU_METRICS), sys.executable, "-m", "gemmlab", "run", name,
+               "--size", *[str(PROFILE_SIZE)] * 3]
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        rows = [r for r in csv.reader(result.stdout.splitlines()) if len(r) > 3]
+        if not rows or "Metric Name" not in rows[0]:
+            print(f"warning: ncu gave no counters for {name}; none recorded:\n{result.stdout[-1500:]}\n"
+                  f"{result.stderr[-1500:]}")
+            continue
+        head = rows[0]
+        values = {r[head.index("Metric Name")]: float(r[head.index("Metric Value")].replace(",", ""))
+                  for r in rows[1:]}
+        out[name] = {"params": registry.KERNELS[name].defaults, "size": PROFILE_SIZE, "counters": values}
+    return out
+
+
 def record(kernels: list[str] | None = None, sizes=registry.EXPLORER_SIZES, out_dir: Path = DATA_DIR,
            progress: bool = True) -> Path:
     """Measure and write a record for this GPU. Every result was validated first (bench.bench
@@ -122,6 +162,7 @@ def record(kernels: list[str] | None = None, sizes=registry.EXPLORER_SIZES, out_
         "sources": {n: compiler.source_hash(registry.KERNELS[n]) for n in names},
         "results": results,
         "chapter00": lessons.measure_chapter00(),
+        "ncu": profile(names),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{_slug(facts.name)}.json"

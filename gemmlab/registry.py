@@ -108,6 +108,9 @@ class KernelSpec:
     shape_rules: tuple[ShapeRule, ...] = ()
     dynamic_smem: Callable[[Params], int] = field(default=lambda p: 0)
     stages_tiles: bool = True      # False: threads read A and B straight from global memory
+    # Which thread of the block computes element (r, c) of the block's C tile: a model of the
+    # kernel's index arithmetic, drawn by plots.thread_map (a test checks it is a fair partition).
+    owner: Callable[[Params, int, int], int] | None = None
 
     @property
     def path(self) -> Path:
@@ -215,11 +218,17 @@ def _naive() -> KernelSpec:
         tile=lambda p: (p["BLOCK_M"], p["BLOCK_N"]),
         rules=(_block_size_rule(threads),),
         stages_tiles=False,
+        owner=lambda p, r, c: r + c * p["BLOCK_M"],          # row fastest
     )
 
 
-def _tiled(name: str, chapter: int, title: str, technique: str) -> KernelSpec:
+def _tiled(name: str, chapter: int, title: str, technique: str, lanes_along_rows: bool) -> KernelSpec:
     threads = lambda p: p["TILE"] * p["TILE"] // p["OUTPUTS"]
+    rows_of_threads = lambda p: p["TILE"] // p["OUTPUTS"]
+    if lanes_along_rows:   # 02: fast index f = row, slow index s = column % (TILE / OUTPUTS)
+        owner = lambda p, r, c: r + (c % rows_of_threads(p)) * p["TILE"]
+    else:                  # 03: fast index f = column, slow index s = row % (TILE / OUTPUTS)
+        owner = lambda p, r, c: c + (r % rows_of_threads(p)) * p["TILE"]
     return KernelSpec(
         name=name, chapter=chapter, title=title, technique=technique,
         params=(
@@ -234,6 +243,7 @@ def _tiled(name: str, chapter: int, title: str, technique: str) -> KernelSpec:
             _block_size_rule(threads),
             _smem_rule(lambda p: 2 * p["TILE"] * p["TILE"] * 4),
         ),
+        owner=owner,
     )
 
 
@@ -241,9 +251,11 @@ KERNELS: dict[str, KernelSpec] = {
     spec.name: spec for spec in (
         _naive(),
         _tiled("02_smem_tiling", 2, "02 shared-memory tiling",
-               "blocks stage TILE x TILE tiles of A and B in shared memory; threads still map to C naively"),
+               "blocks stage TILE x TILE tiles of A and B in shared memory; threads still map to C naively",
+               lanes_along_rows=True),
         _tiled("03_coalescing", 3, "03 tiling + coalescing",
-               "the same tiles, with consecutive threads on consecutive addresses of A, B and C"),
+               "the same tiles, with consecutive threads on consecutive addresses of A, B and C",
+               lanes_along_rows=False),
     )
 }
 

@@ -72,3 +72,16 @@ def test_problem_rejects_bad_shapes():
     with pytest.raises(ValueError, match="lda=3 is shorter than a row"):
         Problem(4, 4, 4, lda=3)
     assert Problem(4, 5, 6).flops == 240
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_owner_model_gives_every_thread_its_share(name):
+    """The thread map drawn in the notebooks: every element of a tile has one owner thread, and
+    every thread of the block owns the same number of elements."""
+    from collections import Counter
+    spec = KERNELS[name]
+    for cfg in spec.extreme_configs():
+        rows, cols = spec.tile(cfg)
+        owners = Counter(spec.owner(cfg, r, c) for r in range(rows) for c in range(cols))
+        assert set(owners) == set(range(spec.threads(cfg)))
+        assert len(set(owners.values())) == 1
