@@ -130,13 +130,15 @@ _modules: dict[str, object] = {}
 class Kernel:
     """A compiled kernel loaded into CuPy, callable on Operands."""
 
-    def __init__(self, kernel: str | KernelSpec, params: Params | None = None, arch: str | None = None):
+    def __init__(self, kernel: str | KernelSpec, params: Params | None = None, arch: str | None = None,
+                 fresh: bool = False):
+        """fresh=True compiles and loads anew, bypassing both caches (to show what that costs)."""
         cp = _cp()
         self.spec = kernel if isinstance(kernel, KernelSpec) else registry.get(kernel)
-        self.build = compiler.compile_kernel(self.spec, params, arch or device.facts().arch)
+        self.build = compiler.compile_kernel(self.spec, params, arch or device.facts().arch, use_cache=not fresh)
         self.params = self.build.params
         key = str(self.build.cubin_path)
-        if key not in _modules:
+        if key not in _modules or fresh:
             _modules[key] = cp.RawModule(path=key)
         self.function = _modules[key].get_function("sgemm")
         dyn = self.spec.dynamic_smem(self.params)

@@ -192,7 +192,8 @@ def _nvrtc_compile(source: bytes, name: str, options: list[str]) -> tuple[bool, 
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
-def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch: str = DEFAULT_ARCH) -> Build:
+def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch: str = DEFAULT_ARCH,
+                   use_cache: bool = True) -> Build:
     """Check the rules, then compile (or fetch from the cache). Raises IllegalConfig before
     compiling, CompileError with file and line when NVRTC refuses the source."""
     spec = kernel if isinstance(kernel, KernelSpec) else registry.get(kernel)
@@ -203,7 +204,7 @@ def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch:
     key = hashlib.sha256(json.dumps([source.hex(), options, compiler]).encode()).hexdigest()[:24]
     entry = cache_dir() / f"{spec.name}-{arch}-{key}"
     cubin_path, log_path = entry.with_suffix(".cubin"), entry.with_suffix(".log")
-    cached = cubin_path.exists() and log_path.exists()
+    cached = use_cache and cubin_path.exists() and log_path.exists()
     if cached:
         log = log_path.read_text()
     else:
