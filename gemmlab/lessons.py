@@ -164,8 +164,8 @@ def roofline_chapter00() -> None:
     points = []
     for r in data["cublas_sweep"]:
         t = roofline.traffic(registry.get("03"), registry.get("03").defaults, Problem(r["size"], r["size"], r["size"]))
-        points.append((f"cuBLAS {r['size']}", t.compulsory_intensity, r["gflops"]))
-    plots.roofline(points, peak, bw, label, note="cuBLAS at its compulsory intensity (each byte moved once)")
+        points.append((str(r["size"]), t.compulsory_intensity, r["gflops"]))
+    plots.roofline(points, peak, bw, label, note="cuBLAS, M = N = K as labelled, at the compulsory intensity")
 
 
 def warmup_and_spread() -> None:

@@ -23,9 +23,9 @@ def roofline(points, peak_gflops: float, bandwidth_gbs: float, label: str, note:
     ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, peak_gflops / 1e3 / 30), fontsize=8, color="0.4", ha="center")
     ax.annotate(f"FP32 peak {peak_gflops / 1e3:.1f} TFLOP/s", (xs[-1], peak_gflops / 1e3), fontsize=8,
                 ha="right", va="bottom")
-    for name, x, y in points:
+    for i, (name, x, y) in enumerate(points):
         ax.loglog([x], [y / 1e3], "o")
-        ax.annotate(name, (x, y / 1e3), fontsize=8, xytext=(4, -10), textcoords="offset points")
+        ax.annotate(name, (x, y / 1e3), fontsize=8, xytext=(4, -11 if i % 2 == 0 else 5), textcoords="offset points")
     ax.set_xlabel("arithmetic intensity (FLOP per byte of global memory)")
     ax.set_ylabel("TFLOP/s")
     ax.set_title("Roofline" + (f": {note}" if note else ""), fontsize=10)

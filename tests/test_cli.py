@@ -2,8 +2,6 @@
 import subprocess
 import sys
 
-import pytest
-
 from gemmlab import device
 
 
@@ -37,7 +35,10 @@ def test_compile_rejects_malformed_defines_and_unknown_kernels():
     assert "known kernels" in run("compile", "nope").stderr
 
 
-@pytest.mark.skipif(device.available(), reason="checks the no-GPU message")
-def test_bench_without_gpu_says_why():
-    out = run("bench", "01")
-    assert out.returncode == 2 and "needs a GPU" in out.stderr
+def test_bench_validates_and_compares_with_cublas_or_says_why_not():
+    out = run("bench", "01", "--size", "64", "64", "64", "--reps", "3")
+    if device.available():
+        assert out.returncode == 0, out.stderr
+        assert "01_naive" in out.stdout and "PASS" in out.stdout and "cuBLAS FP32 timed interleaved" in out.stdout
+    else:
+        assert out.returncode == 2 and "needs a GPU" in out.stderr
