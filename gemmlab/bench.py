@@ -149,6 +149,13 @@ class Kernel:
     def __call__(self, ops: Operands) -> None:
         p = ops.problem
         self.spec.check_shape(self.params, p)
+        align = self.spec.pointer_alignment(self.params)
+        for name, array in (("A", ops.A), ("B", ops.B), ("C", ops.C)):
+            if array.data.ptr % align:
+                raise registry.UnsupportedShape(
+                    self.spec.name, "pointer-alignment",
+                    f"{name} starts at an address that is not a multiple of {align} bytes; this kernel "
+                    f"loads {align // 4} floats at a time. Pass an aligned copy (e.g. cupy.ascontiguousarray)")
         grid, block = self.spec.launch(self.params, p)
         i32, f32 = np.int32, np.float32
         self.function(grid, block,

@@ -111,6 +111,12 @@ class KernelSpec:
     # Which thread of the block computes element (r, c) of the block's C tile: a model of the
     # kernel's index arithmetic, drawn by plots.thread_map (a test checks it is a fair partition).
     owner: Callable[[Params, int, int], int] | None = None
+    # Bytes every matrix pointer must be aligned to (16 for kernels that move float4s).
+    pointer_alignment: Callable[[Params], int] = field(default=lambda p: 4)
+    # Static shared memory the tiles need: checked by a rule before compiling, and against the cubin.
+    static_smem: Callable[[Params], int] = field(default=lambda p: 0)
+    # For the bank-conflict picture: the shared-memory word each lane of warp 0 reads at step k.
+    bank_words: Callable[[Params, int], list[int]] | None = None
 
     @property
     def path(self) -> Path:
@@ -203,6 +209,57 @@ def _smem_rule(bytes_: Callable[[Params], int], limit: int = 48 * 1024) -> Rule:
     )
 
 
+def _divides(name: str, what: str, num: Callable[[Params], int], den: Callable[[Params], int]) -> Rule:
+    return Rule(name, lambda p: den(p) > 0 and num(p) % den(p) == 0,
+                lambda p: f"{what}: {num(p)} is not a multiple of {den(p)}")
+
+
+def _vector_rows(kernel_vectorizes: Callable[[Params], bool] = lambda p: True) -> ShapeRule:
+    return ShapeRule(
+        "16-byte-rows",
+        lambda p, pr: not kernel_vectorizes(p) or all(ld % 4 == 0 for ld in (pr.lda, pr.ldb, pr.ldc)),
+        lambda p, pr: (f"this kernel moves 4 floats (16 bytes) per access, so every row must start 16-byte "
+                       f"aligned: lda, ldb and ldc must be multiples of 4 (got {pr.lda}, {pr.ldb}, {pr.ldc}); "
+                       f"pad the rows or use a scalar kernel"),
+    )
+
+
+def _outer_owner(p: Params, r: int, c: int) -> int:
+    """05-07: thread (tr, tc) owns the TM x TN patch at (tr * TM, tc * TN)."""
+    return (r // p["TM"]) * (p["BN"] // p["TN"]) + c // p["TN"]
+
+
+def _warp_geometry(p: Params) -> dict[str, int]:
+    wmiter = (p["WM"] * p["WN"]) // (32 * p["TM"] * p["TN"] * p["WNITER"]) or 1
+    return {"WMITER": wmiter, "WSUBM": p["WM"] // wmiter, "WSUBN": p["WN"] // p["WNITER"]}
+
+
+def _warp_owner(p: Params, r: int, c: int) -> int:
+    g = _warp_geometry(p)
+    warp = (r // p["WM"]) * (p["BN"] // p["WN"]) + c // p["WN"]
+    lane = (r % p["WM"] % g["WSUBM"]) // p["TM"] * (g["WSUBN"] // p["TN"]) + (c % p["WN"] % g["WSUBN"]) // p["TN"]
+    return warp * 32 + lane
+
+
+def _tile_smem(stages: Callable[[Params], int]) -> Callable[[Params], int]:
+    """Bytes of the (transposed, padded) A tile and the B tile, times the number of stages."""
+    return lambda p: stages(p) * 4 * p["BK"] * (p["BM"] + 4 + p["BN"])
+
+
+def _outer_rules(threads, smem, vector: bool) -> tuple[Rule, ...]:
+    per_load = 4 if vector else 1
+    return (
+        _divides("tm-divides-bm", "BM must split into rows of TM", lambda p: p["BM"], lambda p: p["TM"]),
+        _divides("tn-divides-bn", "BN must split into columns of TN", lambda p: p["BN"], lambda p: p["TN"]),
+        _block_size_rule(threads),
+        _divides("a-tile-loads", f"the A tile (BM*BK floats) must split evenly into {per_load}-float loads per thread",
+                 lambda p: p["BM"] * p["BK"], lambda p: per_load * threads(p)),
+        _divides("b-tile-loads", f"the B tile (BK*BN floats) must split evenly into {per_load}-float loads per thread",
+                 lambda p: p["BK"] * p["BN"], lambda p: per_load * threads(p)),
+        _smem_rule(smem),
+    )
+
+
 # --- the kernels ------------------------------------------------------------------------------
 
 def _naive() -> KernelSpec:
@@ -244,6 +301,140 @@ def _tiled(name: str, chapter: int, title: str, technique: str, lanes_along_rows
             _smem_rule(lambda p: 2 * p["TILE"] * p["TILE"] * 4),
         ),
         owner=owner,
+        static_smem=lambda p: 2 * p["TILE"] * p["TILE"] * 4,
+    )
+
+
+def _bank_conflicts() -> KernelSpec:
+    base = _tiled("04_bank_conflicts", 4, "04 bank conflicts",
+                  "03 with the B tile stored transposed; LAYOUT: 0 conflicting, 1 padded, 2 XOR-swizzled",
+                  lanes_along_rows=False)
+    stride = lambda p: p["TILE"] + 1 if p["LAYOUT"] == 1 else p["TILE"]
+
+    def bt_word(p: Params, n: int, k: int) -> int:  # kernels/04_bank_conflicts.cu, bt()
+        return n * stride(p) + ((k ^ (n % p["TILE"])) if p["LAYOUT"] == 2 else k)
+    return KernelSpec(
+        **{**base.__dict__,
+           "params": base.params + (Param("LAYOUT", (0, 1, 2), 0, "0: B tile transposed as is (conflicts), 1: padded rows, 2: XOR swizzle"),),
+           "rules": base.rules[:2] + (_smem_rule(lambda p: 4 * p["TILE"] * (p["TILE"] + stride(p))),),
+           "static_smem": lambda p: 4 * p["TILE"] * (p["TILE"] + stride(p)),
+           # the word each lane of warp 0 reads in the inner loop, at step k
+           "bank_words": lambda p, k: [bt_word(p, lane % p["TILE"], k) for lane in range(32)]},
+    )
+
+
+def _register_tiling() -> KernelSpec:
+    threads = lambda p: (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
+    return KernelSpec(
+        name="05_register_tiling", chapter=5, title="05 register tiling",
+        technique="each thread accumulates a TM x TN tile of C in registers with outer products",
+        params=(
+            Param("BM", (64, 128), 128, "rows of the block's C tile"),
+            Param("BN", (64, 128), 128, "columns of the block's C tile"),
+            Param("BK", (8, 16), 8, "K step: depth of the A and B tiles"),
+            Param("TM", (1, 4, 8), 8, "rows of C per thread (TN=1: the 1D version)"),
+            Param("TN", (1, 4, 8), 8, "columns of C per thread"),
+        ),
+        threads=threads, tile=lambda p: (p["BM"], p["BN"]),
+        rules=_outer_rules(threads, lambda p: 4 * p["BK"] * (p["BM"] + p["BN"]), vector=False),
+        owner=_outer_owner,
+        static_smem=lambda p: 4 * p["BK"] * (p["BM"] + p["BN"]),
+    )
+
+
+def _vectorize() -> KernelSpec:
+    threads = lambda p: (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
+    return KernelSpec(
+        name="06_vectorize", chapter=6, title="06 unrolled + vectorized",
+        technique="float4 global loads and stores, transposed A tile for 128-bit shared loads, #pragma unroll",
+        params=(
+            Param("BM", (64, 128), 128, "rows of the block's C tile"),
+            Param("BN", (128,), 128, "columns of the block's C tile"),
+            Param("BK", (8, 16), 8, "K step"),
+            Param("TM", (8,), 8, "rows of C per thread"),
+            Param("TN", (4, 8), 8, "columns of C per thread (a multiple of 4: float4 stores)"),
+            Param("VECTORIZE", (0, 1), 1, "1: 128-bit global loads and stores; 0: 32-bit"),
+            Param("UNROLL", (1, 2, 4, 8, 16), 8, "#pragma unroll factor of the k loop over the tile"),
+        ),
+        threads=threads, tile=lambda p: (p["BM"], p["BN"]),
+        rules=_outer_rules(threads, _tile_smem(lambda p: 1), vector=True) + (
+            Rule("unroll-within-tile", lambda p: p["UNROLL"] <= p["BK"],
+                 lambda p: f"UNROLL={p['UNROLL']} is more than the {p['BK']} steps of the loop (BK)"),),
+        shape_rules=(_vector_rows(lambda p: p["VECTORIZE"] == 1),),
+        owner=_outer_owner,
+        static_smem=_tile_smem(lambda p: 1),
+        pointer_alignment=lambda p: 16 if p["VECTORIZE"] else 4,
+    )
+
+
+def _prefetch() -> KernelSpec:
+    threads = lambda p: (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
+    stages = lambda p: 2 if p["PREFETCH"] else 1
+    return KernelSpec(
+        name="07_prefetch", chapter=7, title="07 prefetching",
+        technique="double-buffered shared tiles: the next tile's loads are in flight during the math",
+        params=(
+            Param("BM", (64, 128), 128, "rows of the block's C tile"),
+            Param("BN", (64, 128), 128, "columns of the block's C tile"),
+            Param("BK", (8, 16), 8, "K step"),
+            Param("TM", (8,), 8, "rows of C per thread"),
+            Param("TN", (4, 8), 8, "columns of C per thread"),
+            Param("PREFETCH", (0, 1), 1, "1: two shared stages, loads of tile t+1 during the math of tile t"),
+        ),
+        threads=threads, tile=lambda p: (p["BM"], p["BN"]),
+        rules=_outer_rules(threads, _tile_smem(stages), vector=True),
+        shape_rules=(_vector_rows(),),
+        owner=_outer_owner,
+        static_smem=_tile_smem(stages),
+        pointer_alignment=lambda p: 16,
+    )
+
+
+def _warp_tiling() -> KernelSpec:
+    threads = lambda p: (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
+    g = _warp_geometry
+    return KernelSpec(
+        name="08_warp_tiling", chapter=8, title="08 warp tiling",
+        technique="block tile -> warp tile -> WMITER x WNITER thread patches of TM x TN (double-buffered as 07)",
+        params=(
+            Param("BM", (64, 128, 256), 128, "rows of the block's C tile"),
+            Param("BN", (64, 128), 128, "columns of the block's C tile"),
+            Param("BK", (8, 16), 16, "K step"),
+            Param("WM", (32, 64), 64, "rows of a warp's C tile"),
+            Param("WN", (32, 64), 32, "columns of a warp's C tile"),
+            Param("WNITER", (1, 2, 4), 2, "sub-tiles across a warp tile's columns"),
+            Param("TM", (4, 8), 4, "rows of a thread's patch"),
+            Param("TN", (4,), 4, "columns of a thread's patch"),
+        ),
+        threads=threads, tile=lambda p: (p["BM"], p["BN"]),
+        rules=(
+            _divides("warps-tile-block-rows", "the block tile's rows must split into warp tiles (BM / WM)",
+                     lambda p: p["BM"], lambda p: p["WM"]),
+            _divides("warps-tile-block-cols", "the block tile's columns must split into warp tiles (BN / WN)",
+                     lambda p: p["BN"], lambda p: p["WN"]),
+            _block_size_rule(threads),
+            Rule("warp-tile-fits-lanes",
+                 lambda p: (p["WM"] * p["WN"]) % (32 * p["TM"] * p["TN"] * p["WNITER"]) == 0
+                 and p["WN"] % p["WNITER"] == 0 and p["WM"] % g(p)["WMITER"] == 0
+                 and g(p)["WSUBM"] % p["TM"] == 0 and g(p)["WSUBN"] % p["TN"] == 0
+                 and (g(p)["WSUBM"] // p["TM"]) * (g(p)["WSUBN"] // p["TN"]) == 32,
+                 lambda p: (f"a {p['WM']} x {p['WN']} warp tile cannot be cut into WNITER={p['WNITER']} column "
+                            f"sub-tiles whose {p['TM']} x {p['TN']} patches give exactly 32 lanes one patch each "
+                            f"(it needs WM*WN = 32*TM*TN*WMITER*WNITER with whole sub-tiles)")),
+            Rule("accumulators-fit-registers",
+                 lambda p: (p["WM"] * p["WN"]) // 32 <= 128,
+                 lambda p: (f"each thread would hold {(p['WM'] * p['WN']) // 32} accumulators; more than 128 "
+                            f"leaves too few of the 255 registers for operands and addresses")),
+            _divides("a-tile-loads", "the A tile (BM*BK floats) must split evenly into 4-float loads per thread",
+                     lambda p: p["BM"] * p["BK"], lambda p: 4 * threads(p)),
+            _divides("b-tile-loads", "the B tile (BK*BN floats) must split evenly into 4-float loads per thread",
+                     lambda p: p["BK"] * p["BN"], lambda p: 4 * threads(p)),
+            _smem_rule(_tile_smem(lambda p: 2)),
+        ),
+        shape_rules=(_vector_rows(),),
+        owner=_warp_owner,
+        static_smem=_tile_smem(lambda p: 2),
+        pointer_alignment=lambda p: 16,
     )
 
 
@@ -256,6 +447,11 @@ KERNELS: dict[str, KernelSpec] = {
         _tiled("03_coalescing", 3, "03 tiling + coalescing",
                "the same tiles, with consecutive threads on consecutive addresses of A, B and C",
                lanes_along_rows=False),
+        _bank_conflicts(),
+        _register_tiling(),
+        _vectorize(),
+        _prefetch(),
+        _warp_tiling(),
     )
 }
 

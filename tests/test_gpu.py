@@ -16,16 +16,34 @@ AWKWARD = [
     Problem(100, 70, 90, lda=97, ldb=75, ldc=71, alpha=0.75, beta=-0.5),   # padded rows, alpha, beta
     Problem(64, 64, 64, alpha=-2.0, beta=1.0),
     Problem(300, 200, 1000, lda=1003, ldb=201, ldc=256, alpha=1.0, beta=0.0),
+    Problem(100, 70, 90, lda=100, ldb=76, ldc=72, alpha=0.75, beta=-0.5),  # padded to multiples of 4
+    Problem(257, 259, 263),
 ]
 CASES = [(name, cfg) for name, spec in KERNELS.items() for cfg in spec.extreme_configs()]
 
 
 @pytest.mark.parametrize("name,cfg", CASES, ids=[f"{n}-{'-'.join(f'{k}{v}' for k, v in c.items())}" for n, c in CASES])
 def test_correct_on_awkward_shapes(name, cfg):
+    """Every shape is either computed right or refused with the rule it breaks."""
     kernel = bench.Kernel(name, cfg)
     for problem in AWKWARD:
+        try:
+            kernel.spec.check_shape(kernel.params, problem)
+        except registry.UnsupportedShape as refused:
+            assert "multiples of 4" in str(refused)
+            with pytest.raises(registry.UnsupportedShape):
+                kernel.validate(problem, seed=1)
+            continue
         check = kernel.validate(problem, seed=1)
         assert check.ok, f"{name} {cfg} {problem}: {check}"
+
+
+def test_misaligned_pointers_are_refused_by_vector_kernels():
+    kernel = bench.Kernel("08_warp_tiling")
+    ops = bench.Operands.random(Problem(64, 64, 64, lda=68), seed=4)
+    shifted = bench.Operands(Problem(64, 64, 60, lda=68), ops.A[:, 1:61], ops.B[:60], ops.C, None)
+    with pytest.raises(registry.UnsupportedShape, match="pointer-alignment"):
+        kernel(shifted)
 
 
 def test_poisoned_output_is_caught():
