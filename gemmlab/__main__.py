@@ -10,6 +10,7 @@ from . import registry
 def _defines(pairs: list[str]) -> dict[str, int]:
     out = {}
     for pair in pairs or []:
+        pair = pair[2:] if pair.startswith("-D") else pair
         name, sep, value = pair.partition("=")
         if not sep or not value.lstrip("-").isdigit():
             raise SystemExit(f"-D expects NAME=INTEGER, got {pair!r}")

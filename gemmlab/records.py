@@ -124,47 +124,54 @@ def profile(kernels: list[str]) -> dict:
         return {}
     out = {}
     for name in kernels:
-        cmd = [ncu, "--clock-control", "none", "--kernel-name", "sgemm", "--launch-count", "1", "--csv",
-               "--metrics", ",".join(NCU_METRICS), sys.executable, "-m", "gemmlab", "run", name,
-               "--size", *[str(PROFILE_SIZE)] * 3]
-        result = subprocess.run(cmd, capture_output=True, text=True)
-        rows = [r for r in csv.reader(result.stdout.splitlines()) if len(r) > 3]
-        if not rows or "Metric Name" not in rows[0]:
-            print(f"warning: ncu gave no counters for {name}; none recorded:\n{result.stdout[-1500:]}\n"
-                  f"{result.stderr[-1500:]}")
-            continue
-        head = rows[0]
-        values = {r[head.index("Metric Name")]: float(r[head.index("Metric Value")].replace(",", ""))
-                  for r in rows[1:]}
-        out[name] = {"params": registry.KERNELS[name].defaults, "size": PROFILE_SIZE, "counters": values}
+        spec = registry.KERNELS[name]
+        # the defaults, and for a kernel with a layout switch, every layout
+        configs = [spec.defaults] + [{**spec.defaults, "LAYOUT": v} for p in spec.params if p.name == "LAYOUT"
+                                     for v in p.values if v != p.default]
+        for params in configs:
+            cmd = [ncu, "--clock-control", "none", "--kernel-name", "sgemm", "--launch-count", "1", "--csv",
+                   "--metrics", ",".join(NCU_METRICS), sys.executable, "-m", "gemmlab", "run", name,
+                   "--size", *[str(PROFILE_SIZE)] * 3, *[f"-D{k}={v}" for k, v in params.items()]]
+            result = subprocess.run(cmd, capture_output=True, text=True)
+            rows = [r for r in csv.reader(result.stdout.splitlines()) if len(r) > 3]
+            if not rows or "Metric Name" not in rows[0]:
+                print(f"warning: ncu gave no counters for {name} {params}; none recorded:\n"
+                      f"{result.stdout[-1500:]}\n{result.stderr[-1500:]}")
+                continue
+            head = rows[0]
+            values = {r[head.index("Metric Name")]: float(r[head.index("Metric Value")].replace(",", ""))
+                      for r in rows[1:]}
+            out.setdefault(name, []).append({"params": params, "size": PROFILE_SIZE, "counters": values})
     return out
 
 
 def record(kernels: list[str] | None = None, sizes=registry.EXPLORER_SIZES, out_dir: Path = DATA_DIR,
            progress: bool = True) -> Path:
     """Measure and write a record for this GPU. Every result was validated first (bench.bench
-    raises on a wrong answer, and a failing configuration aborts the record)."""
+    raises on a wrong answer, and a failing configuration aborts the record). With a list of
+    kernels, only their results (and counters) are replaced in this GPU's existing record."""
     from tqdm.auto import tqdm
     from . import bench, device, lessons
 
     facts = device.facts()
     if facts is None:
         raise RuntimeError(device.why_unavailable())
-    names = kernels or list(registry.KERNELS)
+    path = out_dir / f"{_slug(facts.name)}.json"
+    names = [registry.get(k).name for k in kernels] if kernels else list(registry.KERNELS)
     jobs = [(n, cfg, s) for n in names for cfg in registry.KERNELS[n].legal_configs() for s in sizes]
-    results = []
-    for name, cfg, s in tqdm(jobs, desc="record", disable=not progress):
-        results.append(bench.bench(name, cfg, (s, s, s)).as_row())
-    data = {
+    results = [bench.bench(name, cfg, (s, s, s), budget_s=0.25).as_row()
+               for name, cfg, s in tqdm(jobs, desc="record", disable=not progress)]
+    data = json.loads(path.read_text()) if kernels and path.exists() else {"results": [], "sources": {}, "ncu": {}}
+    data["results"] = [r for r in data["results"] if r["kernel"] not in names] + results
+    data["sources"].update({n: compiler.source_hash(registry.KERNELS[n]) for n in names})
+    data["ncu"].update(profile(names))
+    data.update({
         "device": {**facts.as_dict(), "measured_copy_gbs": round(device.measure_copy_bandwidth(), 1)},
         "date": _dt.date.today().isoformat(),
         "versions": {**versions(), "driver_cuda": facts.driver_cuda},
-        "sources": {n: compiler.source_hash(registry.KERNELS[n]) for n in names},
-        "results": results,
-        "chapter00": lessons.measure_chapter00(),
-        "ncu": profile(names),
-    }
+    })
+    if not kernels or "chapter00" not in data:
+        data["chapter00"] = lessons.measure_chapter00()
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{_slug(facts.name)}.json"
-    path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+    path.write_text(json.dumps(data, indent=1) + "\n")
     return path

@@ -397,8 +397,8 @@ def _warp_tiling() -> KernelSpec:
         name="08_warp_tiling", chapter=8, title="08 warp tiling",
         technique="block tile -> warp tile -> WMITER x WNITER thread patches of TM x TN (double-buffered as 07)",
         params=(
-            Param("BM", (64, 128, 256), 128, "rows of the block's C tile"),
-            Param("BN", (64, 128), 128, "columns of the block's C tile"),
+            Param("BM", (64, 128), 128, "rows of the block's C tile"),
+            Param("BN", (128,), 128, "columns of the block's C tile"),
             Param("BK", (8, 16), 16, "K step"),
             Param("WM", (32, 64), 64, "rows of a warp's C tile"),
             Param("WN", (32, 64), 32, "columns of a warp's C tile"),
