@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import platform
 import re
 from dataclasses import dataclass
@@ -120,7 +121,7 @@ def profile(kernels: list[str]) -> dict:
     import subprocess
     import sys
     ncu = shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if Path(p).exists()), None)
-    if ncu is None:
+    if ncu is None or os.environ.get("GEMMLAB_NO_NCU"):
         return {}
     out = {}
     for name in kernels:

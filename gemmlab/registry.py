@@ -315,7 +315,9 @@ def _bank_conflicts() -> KernelSpec:
         return n * stride(p) + ((k ^ (n % p["TILE"])) if p["LAYOUT"] == 2 else k)
     return KernelSpec(
         **{**base.__dict__,
-           "params": base.params + (Param("LAYOUT", (0, 1, 2), 0, "0: B tile transposed as is (conflicts), 1: padded rows, 2: XOR swizzle"),),
+           "params": (Param("TILE", (16, 32, 64), 32, "edge of the square tile of C a block owns, and the K step"),
+                      Param("OUTPUTS", (4, 8), 4, "elements of C each thread computes"),
+                      Param("LAYOUT", (0, 1, 2), 0, "0: B tile transposed as is (conflicts), 1: padded rows, 2: XOR swizzle")),
            "rules": base.rules[:2] + (_smem_rule(lambda p: 4 * p["TILE"] * (p["TILE"] + stride(p))),),
            "static_smem": lambda p: 4 * p["TILE"] * (p["TILE"] + stride(p)),
            # the word each lane of warp 0 reads in the inner loop, at step k
@@ -330,10 +332,10 @@ def _register_tiling() -> KernelSpec:
         technique="each thread accumulates a TM x TN tile of C in registers with outer products",
         params=(
             Param("BM", (64, 128), 128, "rows of the block's C tile"),
-            Param("BN", (64, 128), 128, "columns of the block's C tile"),
+            Param("BN", (128,), 128, "columns of the block's C tile"),
             Param("BK", (8, 16), 8, "K step: depth of the A and B tiles"),
-            Param("TM", (1, 4, 8), 8, "rows of C per thread (TN=1: the 1D version)"),
-            Param("TN", (1, 4, 8), 8, "columns of C per thread"),
+            Param("TM", (4, 8), 8, "rows of C per thread"),
+            Param("TN", (1, 4, 8), 8, "columns of C per thread (TN=1: the 1D version, a column of TM)"),
         ),
         threads=threads, tile=lambda p: (p["BM"], p["BN"]),
         rules=_outer_rules(threads, lambda p: 4 * p["BK"] * (p["BM"] + p["BN"]), vector=False),
@@ -348,13 +350,13 @@ def _vectorize() -> KernelSpec:
         name="06_vectorize", chapter=6, title="06 unrolled + vectorized",
         technique="float4 global loads and stores, transposed A tile for 128-bit shared loads, #pragma unroll",
         params=(
-            Param("BM", (64, 128), 128, "rows of the block's C tile"),
+            Param("BM", (128,), 128, "rows of the block's C tile"),
             Param("BN", (128,), 128, "columns of the block's C tile"),
             Param("BK", (8, 16), 8, "K step"),
             Param("TM", (8,), 8, "rows of C per thread"),
             Param("TN", (4, 8), 8, "columns of C per thread (a multiple of 4: float4 stores)"),
             Param("VECTORIZE", (0, 1), 1, "1: 128-bit global loads and stores; 0: 32-bit"),
-            Param("UNROLL", (1, 2, 4, 8, 16), 8, "#pragma unroll factor of the k loop over the tile"),
+            Param("UNROLL", (1, 4, 8, 16), 8, "#pragma unroll factor of the k loop over the tile"),
         ),
         threads=threads, tile=lambda p: (p["BM"], p["BN"]),
         rules=_outer_rules(threads, _tile_smem(lambda p: 1), vector=True) + (
@@ -375,7 +377,7 @@ def _prefetch() -> KernelSpec:
         technique="double-buffered shared tiles: the next tile's loads are in flight during the math",
         params=(
             Param("BM", (64, 128), 128, "rows of the block's C tile"),
-            Param("BN", (64, 128), 128, "columns of the block's C tile"),
+            Param("BN", (128,), 128, "columns of the block's C tile"),
             Param("BK", (8, 16), 8, "K step"),
             Param("TM", (8,), 8, "rows of C per thread"),
             Param("TN", (4, 8), 8, "columns of C per thread"),
@@ -397,7 +399,7 @@ def _warp_tiling() -> KernelSpec:
         name="08_warp_tiling", chapter=8, title="08 warp tiling",
         technique="block tile -> warp tile -> WMITER x WNITER thread patches of TM x TN (double-buffered as 07)",
         params=(
-            Param("BM", (64, 128), 128, "rows of the block's C tile"),
+            Param("BM", (128,), 128, "rows of the block's C tile"),
             Param("BN", (128,), 128, "columns of the block's C tile"),
             Param("BK", (8, 16), 16, "K step"),
             Param("WM", (32, 64), 64, "rows of a warp's C tile"),
