@@ -339,7 +339,8 @@ def show_counters(names: list[str]) -> None:
     rows, size = [], records.PROFILE_SIZE
     for name in names:
         spec = registry.get(name)
-        for entry in prof.get(spec.name, []):
+        entries = prof.get(spec.name, [])
+        for entry in [entries] if isinstance(entries, dict) else entries:  # older records: one entry
             c, size = entry["counters"], entry["size"]
             per = lambda a, b: f"{c[a] / c[b]:.1f}" if c.get(b) else "-"
             rows.append([f"{spec.title} [{spec.config_label(entry['params'])}]",
