@@ -242,6 +242,83 @@ def show_thread_map(name: str, **params) -> None:
     plots.thread_map(spec, spec.resolve(params), "drawn from the registry's model of the kernel's indexing")
 
 
+def show_banks(name: str, k: int = 0, **params) -> None:
+    """The shared-memory banks the 32 lanes of warp 0 hit in the inner loop, and the conflict degree."""
+    spec = registry.get(name)
+    full = spec.resolve(params)
+    words = spec.bank_words(full, k)
+    per_bank: dict[int, set] = {}
+    for w in words:
+        per_bank.setdefault(w % 32, set()).add(w)
+    degree = max(len(s) for s in per_bank.values())
+    verdict = "conflict-free" if degree == 1 else f"{degree}-way bank conflict: the read is replayed {degree} times"
+    print(f"{spec.config_label(full)}, step k={k}: the warp's 32 words fall in {len(per_bank)} banks; {verdict}")
+    plots.bank_map(words, f"{spec.title} [{spec.config_label(full)}]: {verdict}",
+                   "drawn from the kernel's indexing (registry model)")
+
+
+def reuse_per_thread(name: str, **params) -> None:
+    """The arithmetic a thread does per value it loads, for the current tunables."""
+    spec = registry.get(name)
+    p = spec.resolve(params)
+    tm = p.get("TM", 1) * (p["WM"] * p["WN"] // (32 * p["TM"] * p["TN"] * p["WNITER"]) if "WNITER" in p else 1)
+    tn = p.get("TN", 1) * p.get("WNITER", 1)
+    threads = spec.threads(p)
+    rows, cols = spec.tile(p)
+    _show_markdown(_table(["per step of k, per thread", spec.config_label(p)], [
+        ["values loaded from shared memory (A + B)", f"{tm} + {tn} = {tm + tn}"],
+        ["multiply-adds", f"{tm} x {tn} = {tm * tn}"],
+        ["FMAs per shared-memory value", f"{tm * tn / (tm + tn):.2f}"],
+        ["inner product (chapters 02-04) for comparison", "1 FMA per 2 values (0.5), or OUTPUTS/(OUTPUTS+1)"],
+        ["block tile / threads", f"{rows} x {cols} / {threads} threads = {rows * cols // threads} outputs each"],
+        ["global FLOP per byte of the staged tiles", f"{2 * rows * cols / (4 * (rows + cols)):.1f}"],
+    ]))
+
+
+def unroll_study(name: str = "06_vectorize", **params) -> None:
+    """What #pragma unroll does to the code, compiled for every legal UNROLL (no GPU needed).
+    The 'inner loop' columns count the innermost loop that holds the FFMAs."""
+    spec = registry.get(name)
+    rows = []
+    for value in next(p.values for p in spec.params if p.name == "UNROLL"):
+        cfg = {**params, "UNROLL": value}
+        if not spec.is_legal(cfg):
+            continue
+        build = compile_kernel(spec, cfg)
+        hot = sass.hot_region(build)
+        ffma = sum(op.startswith("FFMA") for op in hot)
+        lds = sum(op.startswith("LDS") for op in hot)
+        rows.append([value, build.resources.registers, len(sass.instructions(build)), len(hot), ffma,
+                     f"{ffma / len(hot):.0%}", lds])
+    base = spec.resolve({**params, "UNROLL": rows[0][0]})
+    _show_markdown(_table(["UNROLL", "registers", "SASS instructions (kernel)", "inner loop: instructions",
+                           "FFMA", "FFMA share", "shared loads"], rows)
+                   + f"\n\n{spec.name}, other tunables {spec.config_label({k: v for k, v in base.items() if k != 'UNROLL'})}, "
+                   f"sm_90, static counts from the SASS")
+
+
+def compare(name: str, tunable: str, size: int = 4096, **params) -> None:
+    """One tunable varied, the others fixed: live on a GPU, else from the record."""
+    spec = registry.get(name)
+    values = next(p.values for p in spec.params if p.name == tunable)
+    rows = []
+    for v in values:
+        cfg = {**params, tunable: v}
+        if not spec.is_legal(cfg):
+            continue
+        row, label = _measure_row(spec.name, spec.resolve(cfg), size)
+        rows.append([f"{tunable}={v}", spec.config_label(row["params"]), f"{row['ms']:.3f}",
+                     f"{row['gflops'] / 1e3:.2f}", f"{row['ratio']:.1%}"])
+    _show_markdown(_table([tunable, "configuration", "ms", "TFLOP/s", "of cuBLAS (same run)"], rows)
+                   + f"\n\nsize {size}^3, each validated before timing. *{label}*")
+
+
+def show_warp_tiling(name: str = "08_warp_tiling", **params) -> None:
+    spec = registry.get(name)
+    full = spec.resolve(params)
+    plots.warp_tiling(spec, full, registry._warp_geometry(full), "drawn from the registry's parameters")
+
+
 # --- predictions and measurements ------------------------------------------------------------------
 
 def predict(name: str, size: int = 4096, **params) -> None:
@@ -319,6 +396,43 @@ def ladder(names: list[str] | None = None, size: int = 4096) -> None:
     _show_markdown(_table(["kernel", "best configuration", "TFLOP/s", "cuBLAS (same run)", "of cuBLAS"], rows)
                    + f"\n\nsize {size}^3. *{label}*")
     plots.roofline(points, peak, bw, label, note="kernels at the intensity of their requested global traffic")
+
+
+def measure_ladder(results: list[dict]) -> list[dict]:
+    """Each kernel at its best 4096 configuration (from `results`) over the ladder shapes."""
+    from tqdm.auto import tqdm
+    jobs = []
+    for name in registry.KERNELS:
+        rows = [r for r in results if r["kernel"] == name and r["M"] == 4096]
+        params = max(rows, key=lambda r: r["gflops"])["params"] if rows else registry.KERNELS[name].defaults
+        jobs += [(name, params, shape) for shape in registry.LADDER_SHAPES]
+    return [bench.bench(n, p, s, budget_s=0.3).as_row() for n, p, s in tqdm(jobs, desc="ladder")]
+
+
+def ladder_sizes() -> None:
+    """Chapter 09: every kernel at its best configuration against cuBLAS over sizes and shapes."""
+    if device.available():
+        rec = records.latest()
+        rows, label = measure_ladder(rec.data["results"]), _source_label()
+    else:
+        rec = records.latest()
+        if "ladder" not in rec.data:
+            print(f"the ladder over sizes has not been recorded yet ({rec.label}); run `python -m gemmlab record` on a GPU")
+            return
+        rows, label = rec.data["ladder"], rec.label
+    shapes = [tuple(s) for s in registry.LADDER_SHAPES]
+    by = {(r["kernel"], (r["M"], r["N"], r["K"])): r for r in rows}
+    header = ["kernel", "configuration"] + ["x".join(map(str, s)) for s in shapes]
+    table = []
+    for name, spec in registry.KERNELS.items():
+        cells = [by.get((name, s)) for s in shapes]
+        params = next((c["params"] for c in cells if c), None)
+        table.append([spec.title, spec.config_label(params) if params else "-"] +
+                     [f"{c['gflops'] / 1e3:.1f} ({c['ratio']:.0%})" if c else "-" for c in cells])
+    cublas = [next((r["cublas_gflops"] for r in rows if (r["M"], r["N"], r["K"]) == s), None) for s in shapes]
+    table.append(["cuBLAS FP32", "median over the runs"] + [f"{c / 1e3:.1f}" if c else "-" for c in cublas])
+    _show_markdown(_table(header, table) + "\n\nTFLOP/s (share of cuBLAS timed in the same run). *" + label + "*")
+    plots.ladder(rows, shapes, label)
 
 
 def _best_live(spec, size) -> dict:

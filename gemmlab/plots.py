@@ -94,3 +94,69 @@ def thread_map(spec, params, label: str = ""):
     ax.set_title(f"{spec.title} [{spec.config_label(params)}]\ncolour = warp, "
                  f"numbers = lanes of warp 0 (first element each){cut}", fontsize=8)
     _finish(fig, label)
+
+
+def bank_map(words: list[int], title: str, label: str = ""):
+    """Which of the 32 banks each lane of a warp reads (word w lives in bank w % 32)."""
+    banks = [w % 32 for w in words]
+    fig, ax = plt.subplots(figsize=(7, 2.6))
+    grid = np.zeros((32, 32))
+    for lane, bank in enumerate(banks):
+        grid[bank, lane] = 1
+    ax.imshow(grid.T, cmap="Blues", aspect="auto", vmin=0, vmax=1.4)
+    ax.set_xlabel("bank")
+    ax.set_ylabel("lane")
+    ax.set_yticks([0, 8, 16, 24, 31])
+    ax.set_title(title, fontsize=9)
+    _finish(fig, label)
+
+
+def warp_tiling(spec, params, geometry: dict, label: str = ""):
+    """The block tile cut into warp tiles (solid), sub-tiles (dashed), and lane 0's patches."""
+    from matplotlib.patches import Rectangle
+    p = {**params, **geometry}
+    fig, ax = plt.subplots(figsize=(5.5, 5.5 * p["BM"] / p["BN"]))
+    ax.set_xlim(0, p["BN"])
+    ax.set_ylim(p["BM"], 0)
+    for wr in range(p["BM"] // p["WM"]):
+        for wc in range(p["BN"] // p["WN"]):
+            ax.add_patch(Rectangle((wc * p["WN"], wr * p["WM"]), p["WN"], p["WM"], fill=True,
+                                   color=plt.cm.Pastel1((wr * (p["BN"] // p["WN"]) + wc) % 9), lw=0))
+            ax.text(wc * p["WN"] + 1, wr * p["WM"] + 3, f"warp {wr * (p['BN'] // p['WN']) + wc}", fontsize=6)
+            for m in range(p["WMITER"]):
+                for n in range(p["WNITER"]):
+                    ax.add_patch(Rectangle((wc * p["WN"] + n * p["WSUBN"], wr * p["WM"] + m * p["WSUBM"]),
+                                           p["WSUBN"], p["WSUBM"], fill=False, ls="--", lw=0.6, color="0.3"))
+                    ax.add_patch(Rectangle((wc * p["WN"] + n * p["WSUBN"], wr * p["WM"] + m * p["WSUBM"]),
+                                           p["TN"], p["TM"], color="C3"))
+        ax.add_patch(Rectangle((0, wr * p["WM"]), p["BN"], p["WM"], fill=False, lw=1.5, color="k"))
+    for wc in range(p["BN"] // p["WN"]):
+        ax.add_patch(Rectangle((wc * p["WN"], 0), p["WN"], p["BM"], fill=False, lw=1.5, color="k"))
+    ax.set_xlabel("column of the block's C tile")
+    ax.set_ylabel("row")
+    ax.set_title(f"{spec.title} [{spec.config_label(params)}]\nwarp tiles (solid), sub-tiles (dashed), "
+                 f"red: the {p['WMITER'] * p['WNITER']} TM x TN patches of lane 0 of each warp", fontsize=8)
+    _finish(fig, label)
+
+
+def ladder(rows, shapes, label: str):
+    """GFLOP/s of each kernel across shapes, and its share of cuBLAS."""
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    names = sorted({r["kernel"] for r in rows})
+    xs = np.arange(len(shapes))
+    for name in names:
+        by = {(r["M"], r["N"], r["K"]): r for r in rows if r["kernel"] == name}
+        ys = [by[s]["gflops"] / 1e3 if s in by else np.nan for s in shapes]
+        ax1.plot(xs, ys, "o-", label=name, ms=4)
+        ax2.plot(xs, [by[s]["ratio"] * 100 if s in by else np.nan for s in shapes], "o-", ms=4)
+    cub = {(r["M"], r["N"], r["K"]): r["cublas_gflops"] / 1e3 for r in rows}
+    ax1.plot(xs, [cub.get(s, np.nan) for s in shapes], "k--", label="cuBLAS FP32")
+    for ax in (ax1, ax2):
+        ax.set_xticks(xs, ["x".join(map(str, s)) for s in shapes], rotation=30, fontsize=7)
+        ax.grid(alpha=0.2)
+    ax1.set_yscale("log")
+    ax1.set_ylabel("TFLOP/s")
+    ax2.set_ylabel("% of cuBLAS (same run)")
+    ax2.axhline(100, color="k", lw=0.8)
+    ax1.legend(fontsize=7)
+    _finish(fig, label)

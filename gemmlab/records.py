@@ -173,6 +173,8 @@ def record(kernels: list[str] | None = None, sizes=registry.EXPLORER_SIZES, out_
     })
     if not kernels or "chapter00" not in data:
         data["chapter00"] = lessons.measure_chapter00()
+    if not kernels:
+        data["ladder"] = lessons.measure_ladder(data["results"])
     out_dir.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1) + "\n")
     return path

@@ -21,6 +21,9 @@ SIGNATURE = ("sgemm(int M, int N, int K, float alpha, const float* A, int lda, "
 
 # The matrix sizes the chapter explorers offer (and so the sizes `record` measures).
 EXPLORER_SIZES = (1024, 2048, 4096)
+# The shapes chapter 09's ladder measures every kernel at (M, N, K).
+LADDER_SHAPES = ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
+                 (4096, 4096, 1024), (8192, 1024, 4096))
 # The sizes chapter 00 sweeps cuBLAS over.
 CUBLAS_SIZES = (256, 512, 1024, 2048, 4096, 6144, 8192)
 

@@ -58,6 +58,34 @@ def mix(build) -> Counter:
     return counts
 
 
+_LABEL = re.compile(r"^(\.L_x_\d+):")
+_BRANCH = re.compile(r"BRA\s+`?\(?(\.L_x_\d+)")
+
+
+def hot_region(build) -> list[str]:
+    """The opcodes of the innermost loop that does FFMAs: with the k loop unrolled, the loop over
+    K tiles (loads, barriers and all); rolled, the k loop itself."""
+    lines = disassemble(build).splitlines()
+    labels, ops, branches = {}, [], []
+    for line in lines:
+        m = _LABEL.match(line.strip())
+        if m:
+            labels[m.group(1)] = len(ops)
+            continue
+        op = _INSTRUCTION.search(line)
+        if op:
+            b = _BRANCH.search(line)
+            if b:
+                branches.append((len(ops), b.group(1)))
+            ops.append(op.group(1))
+    loops = [(labels[target], at) for at, target in branches if target in labels and labels[target] <= at]
+    loops = [(a, b) for a, b in loops if any(op.startswith("FFMA") for op in ops[a:b + 1])]
+    if not loops:
+        return []
+    start, end = min(loops, key=lambda ab: ab[1] - ab[0])
+    return ops[start:end + 1]
+
+
 def summary(build) -> str:
     counts = mix(build)
     total = sum(counts.values())
