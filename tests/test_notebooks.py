@@ -1,0 +1,42 @@
+"""The notebooks stay thin: prose, and code cells that are one call into gemmlab each."""
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from gemmlab import registry
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+
+
+def test_there_is_a_notebook_per_chapter():
+    chapters = {int(p.name[:2]) for p in NOTEBOOKS}
+    assert {spec.chapter for spec in registry.KERNELS.values()} | {0} <= chapters
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_code_cells_are_single_gemmlab_calls(path):
+    cells = json.loads(path.read_text())["cells"]
+    for cell in cells:
+        source = "".join(cell["source"])
+        assert "__global__" not in source, "notebooks display kernel files, they never copy them"
+        if cell["cell_type"] != "code":
+            continue
+        tree = ast.parse(source)
+        assert len(tree.body) == 1, f"one statement per code cell: {source!r}"
+        stmt = tree.body[0]
+        if isinstance(stmt, ast.Import):
+            assert stmt.names[0].name.startswith("gemmlab")
+            continue
+        assert isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call), source
+        func = stmt.value.func
+        assert isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "gl", source
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebooks_are_mostly_prose(path):
+    cells = json.loads(path.read_text())["cells"]
+    prose = sum(len("".join(c["source"])) for c in cells if c["cell_type"] == "markdown")
+    code = sum(len("".join(c["source"])) for c in cells if c["cell_type"] == "code")
+    assert prose > 4 * code
