@@ -10,7 +10,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import cubin, registry, sass, toolchain
@@ -201,20 +201,26 @@ def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch:
     source = spec.path.read_bytes()
     options = _options(full, arch)
     compiler = toolchain.nvrtc_build()
-    key = hashlib.sha256(json.dumps([source.hex(), options, compiler]).encode()).hexdigest()[:24]
+    # The key: what decides the cubin. Headers by content and options without the include path,
+    # so two checkouts of the same sources share cache entries.
+    headers = [h.read_bytes().hex() for h in sorted(registry.KERNEL_DIR.glob("*.cuh"))]
+    keyed = [o for o in options if not o.startswith("--include-path=")]
+    key = hashlib.sha256(json.dumps([source.hex(), headers, keyed, compiler]).encode()).hexdigest()[:24]
     entry = cache_dir() / f"{spec.name}-{arch}-{key}"
-    cubin_path, log_path = entry.with_suffix(".cubin"), entry.with_suffix(".log")
-    cached = use_cache and cubin_path.exists() and log_path.exists()
+    cubin_path, log_path, res_path = (entry.with_suffix(s) for s in (".cubin", ".log", ".json"))
+    cached = use_cache and all(p.exists() for p in (cubin_path, log_path, res_path))
     if cached:
         log = log_path.read_text()
+        resources = Resources(**json.loads(res_path.read_text()))
     else:
         ok, image, log = _nvrtc_compile(source, f"kernels/{spec.path.name}", options)
         if not ok:
             raise CompileError(spec.name, full, arch, log)
         tmp = cubin_path.with_suffix(f".tmp{os.getpid()}")
         tmp.write_bytes(image)
+        resources = Resources.of(image, sass.opcodes(tmp))
         log_path.write_text(log)
-        tmp.replace(cubin_path)  # atomic: a concurrent reader never sees half a cubin
-    resources = Resources.of(cubin_path.read_bytes(), sass.opcodes(cubin_path))
+        res_path.write_text(json.dumps(asdict(resources)))
+        tmp.replace(cubin_path)  # last and atomic: an entry with a cubin is complete
     return Build(spec.name, full, arch, cubin_path, log, resources, compiler,
                  source_hash(spec), cached)

@@ -306,7 +306,7 @@ def compare(name: str, tunable: str, size: int = 4096, **params) -> None:
         cfg = {**params, tunable: v}
         if not spec.is_legal(cfg):
             continue
-        row, label = _measure_row(spec.name, spec.resolve(cfg), size)
+        row, label = measurement(spec.name, spec.resolve(cfg), size)
         rows.append([f"{tunable}={v}", spec.config_label(row["params"]), f"{row['ms']:.3f}",
                      f"{row['gflops'] / 1e3:.2f}", f"{row['ratio']:.1%}"])
     _show_markdown(_table([tunable, "configuration", "ms", "TFLOP/s", "of cuBLAS (same run)"], rows)
@@ -336,7 +336,8 @@ def predict(name: str, size: int = 4096, **params) -> None:
     ]))
 
 
-def _measure_row(name: str, params: dict, size) -> tuple[dict, str]:
+def measurement(name: str, params: dict, size) -> tuple[dict, str]:
+    """(result row, where it comes from): measured now on a GPU, else the recorded one."""
     if device.available():
         return bench.bench(name, params, _size(size)).as_row(), _source_label()
     rec = records.latest()
@@ -346,7 +347,7 @@ def _measure_row(name: str, params: dict, size) -> tuple[dict, str]:
 def measure(name: str, size: int = 4096, **params) -> None:
     """Validate, then time the kernel and cuBLAS interleaved (or show the recorded run)."""
     spec = registry.get(name)
-    row, label = _measure_row(spec.name, spec.resolve(params), size)
+    row, label = measurement(spec.name, spec.resolve(params), size)
     _show_markdown(_table(
         ["", "ms (median)", "spread (IQR)", "TFLOP/s", "of cuBLAS", "rel. error"],
         [[f"{spec.title} [{spec.config_label(row['params'])}]", f"{row['ms']:.3f}", f"{row['spread']:.1%}",
@@ -411,11 +412,10 @@ def measure_ladder(results: list[dict]) -> list[dict]:
 
 def ladder_sizes() -> None:
     """Chapter 09: every kernel at its best configuration against cuBLAS over sizes and shapes."""
+    rec = records.latest()
     if device.available():
-        rec = records.latest()
         rows, label = measure_ladder(rec.data["results"]), _source_label()
     else:
-        rec = records.latest()
         if "ladder" not in rec.data:
             print(f"the ladder over sizes has not been recorded yet ({rec.label}); run `python -m gemmlab record` on a GPU")
             return

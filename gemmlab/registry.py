@@ -249,16 +249,21 @@ def _tile_smem(stages: Callable[[Params], int]) -> Callable[[Params], int]:
     return lambda p: stages(p) * 4 * p["BK"] * (p["BM"] + 4 + p["BN"])
 
 
-def _outer_rules(threads, smem, vector: bool) -> tuple[Rule, ...]:
-    per_load = 4 if vector else 1
+def _tile_load_rules(threads: Callable[[Params], int], per_load: int) -> tuple[Rule, ...]:
     return (
-        _divides("tm-divides-bm", "BM must split into rows of TM", lambda p: p["BM"], lambda p: p["TM"]),
-        _divides("tn-divides-bn", "BN must split into columns of TN", lambda p: p["BN"], lambda p: p["TN"]),
-        _block_size_rule(threads),
         _divides("a-tile-loads", f"the A tile (BM*BK floats) must split evenly into {per_load}-float loads per thread",
                  lambda p: p["BM"] * p["BK"], lambda p: per_load * threads(p)),
         _divides("b-tile-loads", f"the B tile (BK*BN floats) must split evenly into {per_load}-float loads per thread",
                  lambda p: p["BK"] * p["BN"], lambda p: per_load * threads(p)),
+    )
+
+
+def _outer_rules(threads, smem, vector: bool) -> tuple[Rule, ...]:
+    return (
+        _divides("tm-divides-bm", "BM must split into rows of TM", lambda p: p["BM"], lambda p: p["TM"]),
+        _divides("tn-divides-bn", "BN must split into columns of TN", lambda p: p["BN"], lambda p: p["TN"]),
+        _block_size_rule(threads),
+        *_tile_load_rules(threads, 4 if vector else 1),
         _smem_rule(smem),
     )
 
@@ -430,10 +435,7 @@ def _warp_tiling() -> KernelSpec:
                  lambda p: (p["WM"] * p["WN"]) // 32 <= 128,
                  lambda p: (f"each thread would hold {(p['WM'] * p['WN']) // 32} accumulators; more than 128 "
                             f"leaves too few of the 255 registers for operands and addresses")),
-            _divides("a-tile-loads", "the A tile (BM*BK floats) must split evenly into 4-float loads per thread",
-                     lambda p: p["BM"] * p["BK"], lambda p: 4 * threads(p)),
-            _divides("b-tile-loads", "the B tile (BK*BN floats) must split evenly into 4-float loads per thread",
-                     lambda p: p["BK"] * p["BN"], lambda p: 4 * threads(p)),
+            *_tile_load_rules(threads, 4),
             _smem_rule(_tile_smem(lambda p: 2)),
         ),
         shape_rules=(_vector_rows(),),

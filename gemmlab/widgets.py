@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ipywidgets as w
 
-from . import bench, device, plots, records, registry
+from . import bench, device, lessons, plots, records, registry
 from .compile import CompileError, compile_kernel
 from .registry import IllegalConfig
 
@@ -34,20 +34,14 @@ def explorer(name: str, arch: str | None = None):
         with result:
             s = size.value
             try:
-                if device.available():
-                    row = bench.bench(spec, params, (s, s, s)).as_row()
-                    label = f"measured now on {device.facts().name}"
-                else:
-                    rec = records.latest()
-                    row, label = rec.result(spec.name, params, (s, s, s)), rec.label
+                row, label = lessons.measurement(spec.name, spec.resolve(params), (s, s, s))
             except (records.NotRecorded, records.StaleRecord, bench.ValidationFailed) as exc:
                 print(exc)
                 return
             print(f"{row['gflops'] / 1e3:.2f} TFLOP/s = {row['ratio']:.1%} of cuBLAS "
                   f"({row['cublas_gflops'] / 1e3:.2f} TFLOP/s, same run); "
                   f"validated: relative error {row['rel_err']:.1e}")
-            peak = (device.facts().peak_fp32_tflops if device.available() else records.latest().device["peak_fp32_tflops"]) * 1e3
-            plots.explorer_bars(spec.title, row["gflops"], row["cublas_gflops"], peak, label)
+            plots.explorer_bars(spec.title, row["gflops"], row["cublas_gflops"], lessons.ceilings()[0], label)
 
     for control in (*sliders.values(), size):
         control.observe(update, names="value")

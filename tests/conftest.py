@@ -1,6 +1,12 @@
+import os
+import tempfile
+
 import pytest
 
-from gemmlab import device
+# Compile for real in a test session: a fresh compile cache unless the caller chose one.
+os.environ.setdefault("GEMMLAB_CACHE", tempfile.mkdtemp(prefix="gemmlab-test-cache-"))
+
+from gemmlab import device  # noqa: E402
 
 
 def pytest_collection_modifyitems(config, items):
