@@ -1,4 +1,4 @@
-"""gemmlab's command line: info, compile, sass, bench, record."""
+"""gemmlab's command line: info, compile, sass, bench, run, sweep, tune, record."""
 from __future__ import annotations
 
 import argparse
@@ -115,6 +115,26 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+def cmd_tune(args) -> int:
+    from . import device, tune
+    if not device.available():
+        print(f"tune needs a GPU: {device.why_unavailable()}", file=sys.stderr)
+        return 2
+    size = tuple(args.size) if args.size else (4096, 4096, 4096)
+    search = tune.tune(args.kernel, size)
+    spec = registry.get(args.kernel)
+    for cfg, why in search.refused:
+        print(f"refused {spec.config_label(cfg)}: {why}")
+    if not search.rows:
+        print("no configuration could run this shape", file=sys.stderr)
+        return 1
+    best = search.best
+    print(f"best of {len(search.rows)} for {spec.name} at {'x'.join(map(str, size))}: "
+          f"{spec.config_label(best['params'])}: {best['gflops']:.0f} GFLOP/s, {best['ratio']:.1%} of cuBLAS "
+          f"(same run); remembered in {tune.store_path()}")
+    return 0
+
+
 def cmd_record(args) -> int:
     from . import device, records
     if not device.available():
@@ -153,6 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("kernel")
     p.add_argument("--size", nargs=3, type=int, metavar=("M", "N", "K"))
     p.set_defaults(fn=cmd_sweep)
+    p = sub.add_parser("tune", help="sweep, validate, time and remember the best configuration (GPU)")
+    p.add_argument("kernel")
+    p.add_argument("--size", nargs=3, type=int, metavar=("M", "N", "K"))
+    p.set_defaults(fn=cmd_tune)
     p = sub.add_parser("record", help="measure every kernel over the explorer configurations (GPU)")
     p.add_argument("kernel", nargs="*")
     p.set_defaults(fn=cmd_record)

@@ -436,39 +436,36 @@ def ladder_sizes() -> None:
 
 
 def _best_live(spec, size) -> dict:
-    """Best configuration at this size: the recorded best is re-measured live, so the table is
-    from this run; with no record for this GPU, the defaults."""
-    try:
-        params = records.latest().best(spec.name, _size(size))["params"]
-    except (records.NotRecorded, records.StaleRecord):
-        params = spec.defaults
+    """Best configuration at this size, re-measured live so the table is from this run: what
+    `tune` found on this GPU for this size class, else the recorded best, else the defaults."""
+    from . import tune
+    params = tune.best_params(device.facts().name, spec.name, _size(size))
+    if params is None:
+        try:
+            params = records.latest().best(spec.name, _size(size))["params"]
+        except (records.NotRecorded, records.StaleRecord):
+            params = spec.defaults
     return bench.bench(spec.name, params, _size(size)).as_row()
 
 
-def show_counters(names: list[str]) -> None:
-    """Hardware counters read by Nsight Compute while recording (default configurations, and
-    every layout of a kernel that has a LAYOUT switch)."""
-    rec = records.latest()
-    prof = rec.data.get("ncu", {})
-    rows, size = [], records.PROFILE_SIZE
-    for name in names:
-        spec = registry.get(name)
-        entries = prof.get(spec.name, [])
-        for entry in [entries] if isinstance(entries, dict) else entries:  # older records: one entry
-            c, size = entry["counters"], entry["size"]
-            per = lambda a, b: f"{c[a] / c[b]:.1f}" if c.get(b) else "-"
-            rows.append([f"{spec.title} [{spec.config_label(entry['params'])}]",
-                         per("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
-                         per("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"),
-                         f"{c['l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum'] * 32 / 1e9:.1f} GB",
-                         f"{c['dram__bytes_read.sum'] / 1e9:.2f} GB",
-                         f"{c['l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum']:.0f}"])
-    if not rows:
-        print(f"no Nsight Compute counters in the record ({rec.label})")
-        return
-    _show_markdown(_table(["kernel", "sectors per load request", "sectors per store request",
-                           "global load sectors x 32 B", "DRAM bytes read", "shared-load bank conflicts"], rows)
-                   + f"\n\nat {size}^3, one launch each under `ncu --clock-control none`; {rec.label}")
+def tuning(name: str, size: int = 4096) -> None:
+    """The autotuner's search as a picture: every configuration's GFLOP/s (live on a GPU, where
+    the best is remembered for next time; else the recorded sweep)."""
+    from . import tune
+    spec = registry.get(name)
+    if device.available():
+        search = tune.tune(spec.name, _size(size))
+        rows, label = search.rows, _source_label() + f"; best remembered in {tune.store_path()}"
+        for cfg, why in search.refused:
+            print(f"refused {spec.config_label(cfg)}: {why}")
+    else:
+        rec = records.latest()
+        rows = [r for r in rec.results(spec.name) if (r["M"], r["N"], r["K"]) == _size(size)]
+        label = rec.label + " (the record's sweep; `python -m gemmlab tune` searches on your GPU)"
+    best = max(rows, key=lambda r: r["gflops"])
+    print(f"{len(rows)} configurations; best {spec.config_label(best['params'])}: {best['gflops'] / 1e3:.2f} TFLOP/s, "
+          f"{best['ratio']:.1%} of cuBLAS in the same run")
+    plots.tuning(spec, rows, label)
 
 
 def explore(name: str):

@@ -160,3 +160,27 @@ def ladder(rows, shapes, label: str):
     ax2.axhline(100, color="k", lw=0.8)
     ax1.legend(fontsize=7)
     _finish(fig, label)
+
+
+def tuning(spec, rows, label: str):
+    """Every configuration of a search: GFLOP/s against each tunable, the best circled."""
+    varying = [p.name for p in spec.params if len({r["params"][p.name] for r in rows}) > 1]
+    fig, axes = plt.subplots(1, max(len(varying), 1), figsize=(2.2 * max(len(varying), 1) + 1, 3), sharey=True)
+    axes = np.atleast_1d(axes)
+    best = max(rows, key=lambda r: r["gflops"])
+    rng = np.random.default_rng(0)
+    for ax, name in zip(axes, varying):
+        values = sorted({r["params"][name] for r in rows})
+        xs = [values.index(r["params"][name]) + rng.uniform(-0.15, 0.15) for r in rows]
+        ax.scatter(xs, [r["gflops"] / 1e3 for r in rows], s=12, alpha=0.7)
+        ax.scatter([values.index(best["params"][name])], [best["gflops"] / 1e3], s=80, facecolors="none",
+                   edgecolors="C3")
+        ax.set_xticks(range(len(values)), [str(v) for v in values])
+        ax.set_xlabel(name)
+        ax.grid(alpha=0.2)
+    axes[0].set_ylabel("TFLOP/s")
+    for ax in axes:
+        ax.axhline(np.median([r["cublas_gflops"] for r in rows]) / 1e3, color="C3", ls="--", lw=1)
+    fig.suptitle(f"{spec.title}: {len(rows)} configurations at {rows[0]['M']}x{rows[0]['N']}x{rows[0]['K']} "
+                 f"(dashed: cuBLAS)", fontsize=9)
+    _finish(fig, label)

@@ -42,3 +42,15 @@ def test_bench_validates_and_compares_with_cublas_or_says_why_not():
         assert "01_naive" in out.stdout and "PASS" in out.stdout and "cuBLAS FP32 timed interleaved" in out.stdout
     else:
         assert out.returncode == 2 and "needs a GPU" in out.stderr
+
+
+def test_tune_searches_and_remembers_or_says_why_not(tmp_path):
+    import os
+    env = {**os.environ, "GEMMLAB_CACHE": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-m", "gemmlab", "tune", "03", "--size", "256", "256", "256"],
+                         capture_output=True, text=True, env=env)
+    if device.available():
+        assert out.returncode == 0, out.stderr
+        assert "best of 12 for 03_coalescing at 256x256x256" in out.stdout and (tmp_path / "tuned.json").exists()
+    else:
+        assert out.returncode == 2 and "tune needs a GPU" in out.stderr

@@ -1,0 +1,91 @@
+"""The autotuner: sweep a kernel's legal configurations at one size, validate each, time the
+ones that pass, and remember the best per device and size class where gemmlab finds it next
+time (`best_params`).
+
+The store is a JSON file in the cache folder ($GEMMLAB_CACHE or ~/.cache/gemmlab), keyed by
+device name, kernel and size class; an entry is ignored once its kernel's source changed.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import compile as compiler
+from . import registry
+
+
+def size_class(M: int, N: int, K: int) -> str:
+    """Each dimension rounded to the nearest power of two: 4000x4096x1000 -> '4096x4096x1024'."""
+    return "x".join(str(2 ** round(math.log2(d))) for d in (M, N, K))
+
+
+def store_path() -> Path:
+    return compiler.cache_dir() / "tuned.json"
+
+
+def _load() -> dict:
+    path = store_path()
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def remember(device: str, kernel: str, size: tuple[int, int, int], row: dict) -> None:
+    data = _load()
+    spec = registry.get(kernel)
+    data.setdefault(device, {}).setdefault(spec.name, {})[size_class(*size)] = {
+        "params": row["params"], "size": list(size), "gflops": row["gflops"],
+        "cublas_gflops": row["cublas_gflops"], "date": _dt.date.today().isoformat(),
+        "source_hash": compiler.source_hash(spec),
+    }
+    path = store_path()
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    tmp.replace(path)
+
+
+def best_params(device: str, kernel: str, size: tuple[int, int, int]) -> dict | None:
+    """The configuration tuning found for this device, kernel and size class, if it is still
+    valid for the kernel's current source."""
+    spec = registry.get(kernel)
+    entry = _load().get(device, {}).get(spec.name, {}).get(size_class(*size))
+    if entry is None or entry["source_hash"] != compiler.source_hash(spec) or not spec.is_legal(entry["params"]):
+        return None
+    return entry["params"]
+
+
+@dataclass
+class Search:
+    kernel: str
+    size: tuple[int, int, int]
+    rows: list[dict]          # one per configuration that validated and was timed
+    refused: list[tuple[dict, str]]  # configurations that could not run this shape, or failed validation
+
+    @property
+    def best(self) -> dict:
+        return max(self.rows, key=lambda r: r["gflops"])
+
+
+def tune(kernel: str, size: tuple[int, int, int] = (4096, 4096, 4096), progress: bool = True,
+         budget_s: float = 0.25) -> Search:
+    """On a GPU: every legal configuration, validated then timed against cuBLAS; the best is
+    remembered. A configuration that fails validation is reported, never chosen."""
+    from tqdm.auto import tqdm
+    from . import bench, device
+
+    facts = device.facts()
+    if facts is None:
+        raise RuntimeError(device.why_unavailable())
+    spec = registry.get(kernel)
+    rows, refused = [], []
+    for cfg in tqdm(spec.legal_configs(), desc=f"tune {spec.name} at {'x'.join(map(str, size))}",
+                    disable=not progress):
+        try:
+            rows.append(bench.bench(spec, cfg, size, budget_s=budget_s).as_row())
+        except (registry.UnsupportedShape, bench.ValidationFailed) as exc:
+            refused.append((cfg, str(exc)))
+    search = Search(spec.name, tuple(size), rows, refused)
+    if rows:
+        remember(facts.name, spec.name, tuple(size), search.best)
+    return search
