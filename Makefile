@@ -52,7 +52,7 @@ env-lab: env
 	@$(PY) -c 'import jupyterlab' 2>/dev/null || $(PIP) install -q $(PIP_SOURCE) -e ".[$(EXTRAS),test,lab]"
 
 lab: env-lab
-	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --notebook-dir=notebooks
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 test: env
 	$(PY) -m pytest --nbval --nbval-current-env tests notebooks
