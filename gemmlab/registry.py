@@ -142,7 +142,7 @@ class KernelSpec:
                 raise IllegalConfig(self.name, f"{key}-legal-values",
                                     f"{key}={value} is not offered; legal values are {list(known[key].values)}")
             params[key] = int(value)
-        for rule in self.rules:
+        for rule in (*self.rules, _smem_rule(self.static_smem)):
             if not rule.holds(params):
                 raise IllegalConfig(self.name, rule.name, rule.message(params))
         return params
@@ -258,13 +258,17 @@ def _tile_load_rules(threads: Callable[[Params], int], per_load: int) -> tuple[R
     )
 
 
-def _outer_rules(threads, smem, vector: bool) -> tuple[Rule, ...]:
+def _outer_threads(p: Params) -> int:
+    """05-07: one thread per TM x TN patch of the block tile."""
+    return (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
+
+
+def _outer_rules(vector: bool) -> tuple[Rule, ...]:
     return (
         _divides("tm-divides-bm", "BM must split into rows of TM", lambda p: p["BM"], lambda p: p["TM"]),
         _divides("tn-divides-bn", "BN must split into columns of TN", lambda p: p["BN"], lambda p: p["TN"]),
-        _block_size_rule(threads),
-        *_tile_load_rules(threads, 4 if vector else 1),
-        _smem_rule(smem),
+        _block_size_rule(_outer_threads),
+        *_tile_load_rules(_outer_threads, 4 if vector else 1),
     )
 
 
@@ -306,7 +310,6 @@ def _tiled(name: str, chapter: int, title: str, technique: str, lanes_along_rows
             Rule("outputs-divide-tile", lambda p: p["TILE"] % p["OUTPUTS"] == 0,
                  lambda p: f"OUTPUTS={p['OUTPUTS']} must divide TILE={p['TILE']} so every thread gets whole rows"),
             _block_size_rule(threads),
-            _smem_rule(lambda p: 2 * p["TILE"] * p["TILE"] * 4),
         ),
         owner=owner,
         static_smem=lambda p: 2 * p["TILE"] * p["TILE"] * 4,
@@ -326,7 +329,7 @@ def _bank_conflicts() -> KernelSpec:
            "params": (Param("TILE", (16, 32, 64), 32, "edge of the square tile of C a block owns, and the K step"),
                       Param("OUTPUTS", (4, 8), 4, "elements of C each thread computes"),
                       Param("LAYOUT", (0, 1, 2), 0, "0: B tile transposed as is (conflicts), 1: padded rows, 2: XOR swizzle")),
-           "rules": base.rules[:2] + (_smem_rule(lambda p: 4 * p["TILE"] * (p["TILE"] + stride(p))),),
+           "rules": base.rules,
            "static_smem": lambda p: 4 * p["TILE"] * (p["TILE"] + stride(p)),
            # the word each lane of warp 0 reads in the inner loop, at step k
            "bank_words": lambda p, k: [bt_word(p, lane % p["TILE"], k) for lane in range(32)]},
@@ -334,7 +337,6 @@ def _bank_conflicts() -> KernelSpec:
 
 
 def _register_tiling() -> KernelSpec:
-    threads = lambda p: (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
     return KernelSpec(
         name="05_register_tiling", chapter=5, title="05 register tiling",
         technique="each thread accumulates a TM x TN tile of C in registers with outer products",
@@ -345,15 +347,14 @@ def _register_tiling() -> KernelSpec:
             Param("TM", (4, 8), 8, "rows of C per thread"),
             Param("TN", (1, 4, 8), 8, "columns of C per thread (TN=1: the 1D version, a column of TM)"),
         ),
-        threads=threads, tile=lambda p: (p["BM"], p["BN"]),
-        rules=_outer_rules(threads, lambda p: 4 * p["BK"] * (p["BM"] + p["BN"]), vector=False),
+        threads=_outer_threads, tile=lambda p: (p["BM"], p["BN"]),
+        rules=_outer_rules(vector=False),
         owner=_outer_owner,
         static_smem=lambda p: 4 * p["BK"] * (p["BM"] + p["BN"]),
     )
 
 
 def _vectorize() -> KernelSpec:
-    threads = lambda p: (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
     return KernelSpec(
         name="06_vectorize", chapter=6, title="06 unrolled + vectorized",
         technique="float4 global loads and stores, transposed A tile for 128-bit shared loads, #pragma unroll",
@@ -366,8 +367,8 @@ def _vectorize() -> KernelSpec:
             Param("VECTORIZE", (0, 1), 1, "1: 128-bit global loads and stores; 0: 32-bit"),
             Param("UNROLL", (1, 4, 8, 16), 8, "#pragma unroll factor of the k loop over the tile"),
         ),
-        threads=threads, tile=lambda p: (p["BM"], p["BN"]),
-        rules=_outer_rules(threads, _tile_smem(lambda p: 1), vector=True) + (
+        threads=_outer_threads, tile=lambda p: (p["BM"], p["BN"]),
+        rules=_outer_rules(vector=True) + (
             Rule("unroll-within-tile", lambda p: p["UNROLL"] <= p["BK"],
                  lambda p: f"UNROLL={p['UNROLL']} is more than the {p['BK']} steps of the loop (BK)"),),
         shape_rules=(_vector_rows(lambda p: p["VECTORIZE"] == 1),),
@@ -378,7 +379,6 @@ def _vectorize() -> KernelSpec:
 
 
 def _prefetch() -> KernelSpec:
-    threads = lambda p: (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
     stages = lambda p: 2 if p["PREFETCH"] else 1
     return KernelSpec(
         name="07_prefetch", chapter=7, title="07 prefetching",
@@ -391,8 +391,8 @@ def _prefetch() -> KernelSpec:
             Param("TN", (4, 8), 8, "columns of C per thread"),
             Param("PREFETCH", (0, 1), 1, "1: two shared stages, loads of tile t+1 during the math of tile t"),
         ),
-        threads=threads, tile=lambda p: (p["BM"], p["BN"]),
-        rules=_outer_rules(threads, _tile_smem(stages), vector=True),
+        threads=_outer_threads, tile=lambda p: (p["BM"], p["BN"]),
+        rules=_outer_rules(vector=True),
         shape_rules=(_vector_rows(),),
         owner=_outer_owner,
         static_smem=_tile_smem(stages),
@@ -436,7 +436,6 @@ def _warp_tiling() -> KernelSpec:
                  lambda p: (f"each thread would hold {(p['WM'] * p['WN']) // 32} accumulators; more than 128 "
                             f"leaves too few of the 255 registers for operands and addresses")),
             *_tile_load_rules(threads, 4),
-            _smem_rule(_tile_smem(lambda p: 2)),
         ),
         shape_rules=(_vector_rows(),),
         owner=_warp_owner,
