@@ -468,6 +468,32 @@ def tuning(name: str, size: int = 4096) -> None:
     plots.tuning(spec, rows, label)
 
 
+def show_counters(names: list[str]) -> None:
+    """Hardware counters read by Nsight Compute while recording (default configurations, and
+    every layout of a kernel that has a LAYOUT switch)."""
+    rec = records.latest()
+    prof = rec.data.get("ncu", {})
+    rows, size = [], records.PROFILE_SIZE
+    for name in names:
+        spec = registry.get(name)
+        entries = prof.get(spec.name, [])
+        for entry in [entries] if isinstance(entries, dict) else entries:  # older records: one entry
+            c, size = entry["counters"], entry["size"]
+            per = lambda a, b: f"{c[a] / c[b]:.1f}" if c.get(b) else "-"
+            rows.append([f"{spec.title} [{spec.config_label(entry['params'])}]",
+                         per("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
+                         per("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"),
+                         f"{c['l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum'] * 32 / 1e9:.1f} GB",
+                         f"{c['dram__bytes_read.sum'] / 1e9:.2f} GB",
+                         f"{c['l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum']:.0f}"])
+    if not rows:
+        print(f"no Nsight Compute counters in the record ({rec.label})")
+        return
+    _show_markdown(_table(["kernel", "sectors per load request", "sectors per store request",
+                           "global load sectors x 32 B", "DRAM bytes read", "shared-load bank conflicts"], rows)
+                   + f"\n\nat {size}^3, one launch each under `ncu --clock-control none`; {rec.label}")
+
+
 def explore(name: str):
     from . import widgets
     return widgets.explorer(name)
