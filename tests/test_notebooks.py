@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab import registry
+from gemmlab import lessons, registry
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 
@@ -32,6 +32,7 @@ def test_code_cells_are_single_gemmlab_calls(path):
         assert isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call), source
         func = stmt.value.func
         assert isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "gl", source
+        assert hasattr(lessons, func.attr), f"gemmlab.lessons has no {func.attr}()"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
