@@ -367,7 +367,7 @@ def sweep(name: str, size: int = 4096) -> None:
         label = _source_label()
     else:
         rec = records.latest()
-        rows = [r for r in rec.results(spec.name) if (r["M"], r["N"], r["K"]) == _size(size)]
+        rows = rec.at(spec.name, _size(size))
         label = rec.label
     rows.sort(key=lambda r: -r["gflops"])
     _show_markdown(_table(["configuration", "TFLOP/s", "of cuBLAS", "spread"],
@@ -460,7 +460,7 @@ def tuning(name: str, size: int = 4096) -> None:
             print(f"refused {spec.config_label(cfg)}: {why}")
     else:
         rec = records.latest()
-        rows = [r for r in rec.results(spec.name) if (r["M"], r["N"], r["K"]) == _size(size)]
+        rows = rec.at(spec.name, _size(size))
         label = rec.label + " (the record's sweep; `python -m gemmlab tune` searches on your GPU)"
     best = max(rows, key=lambda r: r["gflops"])
     print(f"{len(rows)} configurations; best {spec.config_label(best['params'])}: {best['gflops'] / 1e3:.2f} TFLOP/s, "

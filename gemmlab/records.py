@@ -59,16 +59,20 @@ class Record:
                               f"kernels/{kernel}.cu; run `python -m gemmlab record` on a GPU to refresh them")
         return rows
 
+    def at(self, kernel: str, size: tuple[int, int, int]) -> list[dict]:
+        """Every recorded configuration of a kernel at one size."""
+        return [r for r in self.results(kernel) if (r["M"], r["N"], r["K"]) == tuple(size)]
+
     def result(self, kernel: str, params: Params, size: tuple[int, int, int]) -> dict:
         full = registry.get(kernel).resolve(params)
-        for row in self.results(kernel):
-            if row["params"] == full and (row["M"], row["N"], row["K"]) == tuple(size):
+        for row in self.at(kernel, size):
+            if row["params"] == full:
                 return row
         raise NotRecorded(f"{kernel} [{registry.get(kernel).config_label(full)}] at "
                           f"{'x'.join(map(str, size))} was not recorded ({self.label})")
 
     def best(self, kernel: str, size: tuple[int, int, int]) -> dict:
-        rows = [r for r in self.results(kernel) if (r["M"], r["N"], r["K"]) == tuple(size)]
+        rows = self.at(kernel, size)
         if not rows:
             raise NotRecorded(f"no recorded results for {kernel} at {'x'.join(map(str, size))}")
         return max(rows, key=lambda r: r["gflops"])
@@ -78,8 +82,18 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
+_parsed: dict[Path, tuple[float, dict]] = {}
+
+
 def load_all() -> list[Record]:
-    return [Record(p, json.loads(p.read_text())) for p in sorted(DATA_DIR.glob("*.json"))]
+    """Every record file, parsed once per version of the file (notebook cells ask often)."""
+    out = []
+    for p in sorted(DATA_DIR.glob("*.json")):
+        mtime = p.stat().st_mtime
+        if _parsed.get(p, (None,))[0] != mtime:
+            _parsed[p] = (mtime, json.loads(p.read_text()))
+        out.append(Record(p, _parsed[p][1]))
+    return out
 
 
 def latest() -> Record:
