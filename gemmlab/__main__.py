@@ -91,11 +91,16 @@ def cmd_run(args) -> int:
     if not device.available():
         print(f"run needs a GPU: {device.why_unavailable()}", file=sys.stderr)
         return 2
-    kernel = bench.Kernel(args.kernel, _defines(args.define))
     ops = bench.Operands.random(registry.Problem(*(args.size or (2048, 2048, 2048))))
-    kernel(ops)
+    if args.kernel == "cublas":   # the baseline, for profiling it the same way
+        bench.cublas_sgemm(ops)
+        label = "cuBLAS FP32"
+    else:
+        kernel = bench.Kernel(args.kernel, _defines(args.define))
+        kernel(ops)
+        label = f"{kernel.spec.name} [{kernel.spec.config_label(kernel.params)}]"
     check = bench.compare(ops)
-    print(f"{kernel.spec.name} [{kernel.spec.config_label(kernel.params)}]: {check}")
+    print(f"{label}: {check}")
     return 0 if check.ok else 1
 
 
@@ -107,7 +112,7 @@ def cmd_sweep(args) -> int:
         return 2
     spec = registry.get(args.kernel)
     size = tuple(args.size) if args.size else (4096, 4096, 4096)
-    rows = [bench.bench(spec, cfg, size) for cfg in tqdm(spec.legal_configs(), desc=spec.name)]
+    rows = [bench.bench(spec, cfg, size) for cfg in tqdm(spec.explorer_configs(), desc=spec.name)]
     rows.sort(key=lambda m: -m.gflops)
     for m in rows:
         print(f"{spec.config_label(m.params):<24} {m.gflops:>9.0f} GFLOP/s {m.ratio:>7.1%} of cuBLAS "
@@ -121,13 +126,27 @@ def cmd_tune(args) -> int:
         print(f"tune needs a GPU: {device.why_unavailable()}", file=sys.stderr)
         return 2
     size = tuple(args.size) if args.size else (4096, 4096, 4096)
-    search = tune.tune(args.kernel, size)
+    only = {}
+    for pair in args.only or []:
+        name, _, values = pair.partition("=")
+        try:
+            only[name] = {int(v) for v in values.split(",")}
+        except ValueError:
+            raise SystemExit(f"--only expects NAME=V1,V2,..., got {pair!r}")
+    try:
+        search = tune.tune(args.kernel, size, only=only)
+    except registry.IllegalConfig as exc:
+        print(exc, file=sys.stderr)
+        return 2
     spec = registry.get(args.kernel)
     for cfg, why in search.refused:
         print(f"refused {spec.config_label(cfg)}: {why}")
     if not search.rows:
         print("no configuration could run this shape", file=sys.stderr)
         return 1
+    for row in sorted(search.rows, key=lambda r: -r["gflops"])[:args.top]:
+        print(f"{spec.config_label(row['params']):<64} {row['gflops']:>9.0f} GFLOP/s {row['ratio']:>7.1%} of cuBLAS "
+              f"({row['cublas_gflops']:.0f})  spread {row['spread']:.1%}")
     best = search.best
     print(f"best of {len(search.rows)} for {spec.name} at {'x'.join(map(str, size))}: "
           f"{spec.config_label(best['params'])}: {best['gflops']:.0f} GFLOP/s, {best['ratio']:.1%} of cuBLAS "
@@ -140,7 +159,7 @@ def cmd_record(args) -> int:
     if not device.available():
         print(f"record needs a GPU: {device.why_unavailable()}", file=sys.stderr)
         return 2
-    path = records.record(args.kernel or None)
+    path = records.record(args.kernel or None, ladder=args.ladder, final=args.final)
     print(f"wrote {path}")
     return 0
 
@@ -165,20 +184,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=None)
     p.set_defaults(fn=cmd_bench)
     p = sub.add_parser("run", help="launch once and validate (for profilers such as ncu) (GPU)")
-    p.add_argument("kernel")
+    p.add_argument("kernel", help="a kernel, or 'cublas' for the baseline")
     p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE")
     p.add_argument("--size", nargs=3, type=int, metavar=("M", "N", "K"))
     p.set_defaults(fn=cmd_run)
-    p = sub.add_parser("sweep", help="every legal configuration of a kernel at one size (GPU)")
+    p = sub.add_parser("sweep", help="every configuration the sliders offer, at one size (GPU)")
     p.add_argument("kernel")
     p.add_argument("--size", nargs=3, type=int, metavar=("M", "N", "K"))
     p.set_defaults(fn=cmd_sweep)
     p = sub.add_parser("tune", help="sweep, validate, time and remember the best configuration (GPU)")
     p.add_argument("kernel")
     p.add_argument("--size", nargs=3, type=int, metavar=("M", "N", "K"))
+    p.add_argument("--only", action="append", metavar="NAME=V1,V2",
+                   help="search only these values of a tunable (repeatable)")
+    p.add_argument("--top", type=int, default=15, help="how many of the best to list")
     p.set_defaults(fn=cmd_tune)
     p = sub.add_parser("record", help="measure every kernel over the explorer configurations (GPU)")
-    p.add_argument("kernel", nargs="*")
+    p.add_argument("kernel", nargs="*", help="only these kernels (default: everything)")
+    p.add_argument("--ladder", action="store_true", help="re-measure chapter 09's ladder over sizes")
+    p.add_argument("--final", action="store_true", help="re-measure chapter 10's table and stall profiles")
     p.set_defaults(fn=cmd_record)
     args = parser.parse_args(argv)
     return args.fn(args)

@@ -275,13 +275,13 @@ def reuse_per_thread(name: str, **params) -> None:
     ]))
 
 
-def unroll_study(name: str = "06_vectorize", **params) -> None:
-    """What #pragma unroll does to the code, compiled for every legal UNROLL (no GPU needed).
-    The 'inner loop' columns count the innermost loop that holds the FFMAs."""
+def unroll_study(name: str = "06_vectorize", tunable: str = "UNROLL", **params) -> None:
+    """What #pragma unroll does to the code, compiled for every legal value of the unroll tunable
+    (no GPU needed). The 'inner loop' columns count the innermost loop that holds the FFMAs."""
     spec = registry.get(name)
     rows = []
-    for value in next(p.values for p in spec.params if p.name == "UNROLL"):
-        cfg = {**params, "UNROLL": value}
+    for value in next(p.offered for p in spec.params if p.name == tunable):
+        cfg = {**params, tunable: value}
         if not spec.is_legal(cfg):
             continue
         build = compile_kernel(spec, cfg)
@@ -290,17 +290,17 @@ def unroll_study(name: str = "06_vectorize", **params) -> None:
         lds = sum(op.startswith("LDS") for op in hot)
         rows.append([value, build.resources.registers, len(sass.instructions(build)), len(hot), ffma,
                      f"{ffma / len(hot):.0%}", lds])
-    base = spec.resolve({**params, "UNROLL": rows[0][0]})
-    _show_markdown(_table(["UNROLL", "registers", "SASS instructions (kernel)", "inner loop: instructions",
+    base = spec.resolve({**params, tunable: rows[0][0]})
+    _show_markdown(_table([tunable, "registers", "SASS instructions (kernel)", "inner loop: instructions",
                            "FFMA", "FFMA share", "shared loads"], rows)
-                   + f"\n\n{spec.name}, other tunables {spec.config_label({k: v for k, v in base.items() if k != 'UNROLL'})}, "
+                   + f"\n\n{spec.name}, other tunables {spec.config_label({k: v for k, v in base.items() if k != tunable})}, "
                    f"sm_90, static counts from the SASS")
 
 
 def compare(name: str, tunable: str, size: int = 4096, **params) -> None:
     """One tunable varied, the others fixed: live on a GPU, else from the record."""
     spec = registry.get(name)
-    values = next(p.values for p in spec.params if p.name == tunable)
+    values = next(p.offered for p in spec.params if p.name == tunable)
     rows = []
     for v in values:
         cfg = {**params, tunable: v}
@@ -358,12 +358,12 @@ def measure(name: str, size: int = 4096, **params) -> None:
 
 
 def sweep(name: str, size: int = 4096) -> None:
-    """Every legal configuration at one size: live with a progress bar, or recorded."""
+    """Every configuration the sliders offer, at one size: live with a progress bar, or recorded."""
     spec = registry.get(name)
     if device.available():
         from tqdm.auto import tqdm
         rows = [bench.bench(spec.name, cfg, _size(size)).as_row()
-                for cfg in tqdm(spec.legal_configs(), desc=f"{spec.name} at {size}")]
+                for cfg in tqdm(spec.explorer_configs(), desc=f"{spec.name} at {size}")]
         label = _source_label()
     else:
         rec = records.latest()
@@ -449,12 +449,13 @@ def _best_live(spec, size) -> dict:
 
 
 def tuning(name: str, size: int = 4096) -> None:
-    """The autotuner's search as a picture: every configuration's GFLOP/s (live on a GPU, where
-    the best is remembered for next time; else the recorded sweep)."""
+    """The autotuner's search as a picture: every configuration the sliders offer, GFLOP/s against
+    each tunable (live on a GPU, where the best is remembered for next time; else the recorded
+    sweep). `python -m gemmlab tune` searches every legal configuration."""
     from . import tune
     spec = registry.get(name)
     if device.available():
-        search = tune.tune(spec.name, _size(size))
+        search = tune.tune(spec.name, _size(size), only={p.name: set(p.offered) for p in spec.params})
         rows, label = search.rows, _source_label() + f"; best remembered in {tune.store_path()}"
         for cfg, why in search.refused:
             print(f"refused {spec.config_label(cfg)}: {why}")
@@ -466,6 +467,60 @@ def tuning(name: str, size: int = 4096) -> None:
     print(f"{len(rows)} configurations; best {spec.config_label(best['params'])}: {best['gflops'] / 1e3:.2f} TFLOP/s, "
           f"{best['ratio']:.1%} of cuBLAS in the same run")
     plots.tuning(spec, rows, label)
+
+
+def measure_final(params: dict) -> list[dict]:
+    """Chapter 10's table: the final kernel (at `params`) against cuBLAS at each FINAL_SHAPES,
+    FINAL_REPS timed runs of each, interleaved, L2 flushed before every run, validated first."""
+    from tqdm.auto import tqdm
+    return [bench.bench("10_final", params, shape, reps=registry.FINAL_REPS).as_row()
+            for shape in tqdm(registry.FINAL_SHAPES, desc="10_final against cuBLAS")]
+
+
+def final_table() -> None:
+    """The final kernel against cuBLAS over the chapter's shapes: live on a GPU (the best
+    configuration the record found at 4096), else the recorded run."""
+    rec = records.latest()
+    if device.available():
+        rows = measure_final(records.best_params(rec.data["results"], "10_final"))
+        label = _source_label()
+    elif "final" in rec.data:
+        rows, label = rec.data["final"], rec.label
+    else:
+        print(f"chapter 10's table has not been recorded yet ({rec.label}); run "
+              f"`python -m gemmlab record --final` on a GPU")
+        return
+    spec = registry.get("10_final")
+    table = [["x".join(map(str, (r["M"], r["N"], r["K"]))), f"{r['gflops'] / 1e3:.2f}", f"{r['spread']:.1%}",
+              f"{r['cublas_gflops'] / 1e3:.2f}", f"{r['cublas_spread']:.1%}", f"{r['ratio']:.3f}", r["reps"],
+              f"{r['rel_err']:.1e}"] for r in rows]
+    _show_markdown(_table(["M x N x K", "10 final TFLOP/s", "spread", "cuBLAS TFLOP/s", "spread",
+                           "final / cuBLAS", "timed runs each", "relative error"], table)
+                   + f"\n\nconfiguration {spec.config_label(rows[0]['params'])}; medians of interleaved runs, L2 "
+                   f"flushed before each; spread = interquartile range / median. *{label}*")
+    plots.versus(rows, label)
+
+
+def stall_profile() -> None:
+    """Why warps were not issuing: Nsight Compute's stall reasons per issued instruction, for the
+    best 08 and 10 configurations and for cuBLAS's own FP32 kernel (recorded at 4096^3)."""
+    rec = records.latest()
+    rows = rec.data.get("stalls")
+    if not rows:
+        print(f"no stall profiles in the record ({rec.label}); `python -m gemmlab record --final` on a GPU with ncu")
+        return
+    table = []
+    for r in rows:
+        name = "cuBLAS FP32" if r["kernel"] == "cublas" else registry.get(r["kernel"]).title
+        lost = sum(v for k, v in r["stalls"].items() if k != "not_selected")
+        table.append([name, f"{r['issued_per_scheduler']:.2f}",
+                      *(f"{r['stalls'][k]:.2f}" for k in records.STALL_REASONS[:6]), f"{lost:.2f}"])
+    _show_markdown(_table(["kernel", "instructions issued per cycle per scheduler",
+                           *(k.replace("_", " ") for k in records.STALL_REASONS[:6]), "all stalls"], table)
+                   + f"\n\ncycles a warp spent stalled, per instruction it issued, by reason; 'not selected' "
+                   f"(eligible, but another warp issued) left out of the total. {rows[0]['size']}^3, one launch "
+                   f"each under `ncu --clock-control none`; {rec.label}")
+    plots.stalls(rows, records.STALL_REASONS, rec.label)
 
 
 def show_counters(names: list[str]) -> None:

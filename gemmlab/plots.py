@@ -58,7 +58,7 @@ def config_bars(spec, rows, label: str):
     ax.axvline(np.median([r["cublas_gflops"] for r in rows]) / 1e3, color="C3", ls="--", lw=1,
                label="cuBLAS (median over these runs)")
     ax.set_xlabel("TFLOP/s")
-    ax.set_title(f"{spec.title}: every legal configuration at {rows[0]['M']}^3", fontsize=10)
+    ax.set_title(f"{spec.title}: every configuration offered, at {rows[0]['M']}^3", fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
     ax.tick_params(axis="y", labelsize=7)
     _finish(fig, label)
@@ -183,4 +183,43 @@ def tuning(spec, rows, label: str):
         ax.axhline(np.median([r["cublas_gflops"] for r in rows]) / 1e3, color="C3", ls="--", lw=1)
     fig.suptitle(f"{spec.title}: {len(rows)} configurations at {rows[0]['M']}x{rows[0]['N']}x{rows[0]['K']} "
                  f"(dashed: cuBLAS)", fontsize=9)
+    _finish(fig, label)
+
+
+def versus(rows, label: str):
+    """A kernel against cuBLAS shape by shape: TFLOP/s side by side (with interquartile bars)
+    and the ratio."""
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
+    names = ["x".join(map(str, (r["M"], r["N"], r["K"]))) for r in rows]
+    xs = np.arange(len(rows))
+    for off, key, spread, what in ((-0.2, "gflops", "spread", rows[0]["kernel"]),
+                                   (0.2, "cublas_gflops", "cublas_spread", "cuBLAS FP32")):
+        ys = np.array([r[key] for r in rows]) / 1e3
+        ax1.bar(xs + off, ys, 0.4, yerr=ys * np.array([r[spread] for r in rows]) / 2, label=what, capsize=2)
+    ax1.set_ylabel("TFLOP/s")
+    ax1.legend(fontsize=8)
+    ax2.bar(xs, [r["ratio"] for r in rows], 0.6, color=["C2" if r["ratio"] >= 1 else "C1" for r in rows])
+    ax2.axhline(1.0, color="k", lw=0.8)
+    ax2.set_ylabel("kernel / cuBLAS (same run)")
+    ax2.set_ylim(min(0.8, min(r["ratio"] for r in rows) - 0.05), max(1.05, max(r["ratio"] for r in rows) + 0.05))
+    for ax in (ax1, ax2):
+        ax.set_xticks(xs, names, rotation=25, fontsize=8)
+        ax.grid(alpha=0.2, axis="y")
+    _finish(fig, label)
+
+
+def stalls(rows, reasons, label: str):
+    """Stall cycles per issued instruction, by reason, one bar group per kernel."""
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    shown = [r for r in reasons if r != "not_selected"]
+    xs = np.arange(len(shown))
+    width = 0.8 / len(rows)
+    for i, row in enumerate(rows):
+        name = "cuBLAS FP32" if row["kernel"] == "cublas" else row["kernel"]
+        ax.bar(xs + (i - (len(rows) - 1) / 2) * width, [row["stalls"][r] for r in shown], width,
+               label=f"{name} ({row['issued_per_scheduler']:.2f} issued/cycle)")
+    ax.set_xticks(xs, [r.replace("_", " ") for r in shown], rotation=25, fontsize=8)
+    ax.set_ylabel("stall cycles per issued instruction")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.2, axis="y")
     _finish(fig, label)

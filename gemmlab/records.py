@@ -1,7 +1,7 @@
 """Recorded GPU results, for readers with no GPU.
 
-`python -m gemmlab record` (on a GPU) measures every registered kernel over every legal
-configuration and every explorer size, plus chapter 00's measurements, and writes one JSON
+`python -m gemmlab record` (on a GPU) measures every registered kernel over every configuration
+its sliders offer and every explorer size, plus chapter 00's measurements, and writes one JSON
 file per device under gemmlab/data/. Each file carries the device, versions, date and the
 source hash of every kernel; a result whose kernel file has changed since is refused.
 """
@@ -12,6 +12,7 @@ import json
 import os
 import platform
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,13 +131,6 @@ PROFILE_SIZE = 2048
 def profile(kernels: list[str]) -> dict:
     """Run each kernel once under ncu (clocks left alone) and read the counters above. Returns {}
     when ncu is not installed: the counters are extra evidence, not a requirement."""
-    import csv
-    import shutil
-    import subprocess
-    import sys
-    ncu = shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if Path(p).exists()), None)
-    if ncu is None or os.environ.get("GEMMLAB_NO_NCU"):
-        return {}
     out = {}
     for name in kernels:
         spec = registry.KERNELS[name]
@@ -144,27 +138,71 @@ def profile(kernels: list[str]) -> dict:
         configs = [spec.defaults] + [{**spec.defaults, "LAYOUT": v} for p in spec.params if p.name == "LAYOUT"
                                      for v in p.values if v != p.default]
         for params in configs:
-            cmd = [ncu, "--clock-control", "none", "--kernel-name", "sgemm", "--launch-count", "1", "--csv",
-                   "--metrics", ",".join(NCU_METRICS), sys.executable, "-m", "gemmlab", "run", name,
-                   "--size", *[str(PROFILE_SIZE)] * 3, *[f"-D{k}={v}" for k, v in params.items()]]
-            result = subprocess.run(cmd, capture_output=True, text=True)
-            rows = [r for r in csv.reader(result.stdout.splitlines()) if len(r) > 3]
-            if not rows or "Metric Name" not in rows[0]:
-                print(f"warning: ncu gave no counters for {name} {params}; none recorded:\n"
-                      f"{result.stdout[-1500:]}\n{result.stderr[-1500:]}")
-                continue
-            head = rows[0]
-            values = {r[head.index("Metric Name")]: float(r[head.index("Metric Value")].replace(",", ""))
-                      for r in rows[1:]}
-            out.setdefault(name, []).append({"params": params, "size": PROFILE_SIZE, "counters": values})
+            values = _ncu_csv(list(NCU_METRICS), [name, "--size", *[str(PROFILE_SIZE)] * 3,
+                                                  *[f"-D{k}={v}" for k, v in params.items()]])
+            if values:
+                out.setdefault(name, []).append({"params": params, "size": PROFILE_SIZE, "counters": values})
     return out
 
 
+# Why warps wait, per issued instruction (Nsight Compute's warp-state counters).
+STALL_REASONS = ("dispatch_stall", "wait", "short_scoreboard", "no_instruction", "barrier", "math_pipe_throttle",
+                 "mio_throttle", "long_scoreboard", "branch_resolving", "not_selected")
+STALL_METRICS = {f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio": r for r in STALL_REASONS}
+ISSUE_METRIC = "smsp__issue_active.avg.per_cycle_active"
+# and what was issued, and how busy the L1/shared-memory pipes were
+MIX_METRICS = {"smsp__inst_executed.sum": "instructions",
+               "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": "ffma_thread_instructions",
+               "l1tex__throughput.avg.pct_of_peak_sustained_active": "l1_shared_pct_of_peak"}
+
+
+def _ncu_csv(metrics: list[str], run_args: list[str]) -> dict[str, float] | None:
+    """The metrics of the first GEMM launch of `python -m gemmlab run RUN_ARGS` under ncu (clocks
+    left alone), or None where ncu is missing or gave nothing."""
+    import csv
+    import subprocess
+    import sys
+    ncu = shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if Path(p).exists()), None)
+    if ncu is None or os.environ.get("GEMMLAB_NO_NCU"):
+        return None
+    cmd = [ncu, "--clock-control", "none", "--kernel-name", "regex:gemm", "--launch-count", "1", "--csv",
+           "--metrics", ",".join(metrics), sys.executable, "-m", "gemmlab", "run", *run_args]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    rows = [r for r in csv.reader(result.stdout.splitlines()) if len(r) > 3]
+    if not rows or "Metric Name" not in rows[0]:
+        print(f"warning: ncu gave no counters for {' '.join(run_args)}:\n{result.stdout[-1500:]}\n{result.stderr[-1500:]}")
+        return None
+    head = rows[0]
+    return {r[head.index("Metric Name")]: float(r[head.index("Metric Value")].replace(",", "")) for r in rows[1:]}
+
+
+def profile_stalls(runs: list[tuple[str, dict]], size: int = 4096) -> list[dict]:
+    """Issue rate and stall reasons of each (kernel or 'cublas', params) at size^3."""
+    out = []
+    for name, params in runs:
+        values = _ncu_csv([ISSUE_METRIC, *STALL_METRICS, *MIX_METRICS],
+                          [name, "--size", *[str(size)] * 3, *[f"-D{k}={v}" for k, v in params.items()]])
+        if values:
+            out.append({"kernel": name, "params": params, "size": size,
+                        "issued_per_scheduler": values[ISSUE_METRIC],
+                        "stalls": {STALL_METRICS[m]: values[m] for m in STALL_METRICS},
+                        **{MIX_METRICS[m]: values.get(m) for m in MIX_METRICS}})
+    return out
+
+
+def best_params(results: list[dict], kernel: str, size: int = 4096) -> dict:
+    """The fastest recorded configuration of a kernel at size^3 (the defaults if none)."""
+    rows = [r for r in results if r["kernel"] == kernel and r["M"] == r["N"] == r["K"] == size]
+    return max(rows, key=lambda r: r["gflops"])["params"] if rows else registry.KERNELS[kernel].defaults
+
+
 def record(kernels: list[str] | None = None, sizes=registry.EXPLORER_SIZES, out_dir: Path = DATA_DIR,
-           progress: bool = True) -> Path:
+           progress: bool = True, ladder: bool = False, final: bool = False) -> Path:
     """Measure and write a record for this GPU. Every result was validated first (bench.bench
-    raises on a wrong answer, and a failing configuration aborts the record). With a list of
-    kernels, only their results (and counters) are replaced in this GPU's existing record."""
+    raises on a wrong answer, and a failing configuration aborts the record).
+    With nothing asked for: everything. With kernels: only their results (and counters) are
+    replaced in this GPU's existing record; `ladder` re-measures chapter 09's ladder, `final`
+    chapter 10's table and the stall profiles, both from the results now in the record."""
     from tqdm.auto import tqdm
     from . import bench, device, lessons
 
@@ -172,11 +210,12 @@ def record(kernels: list[str] | None = None, sizes=registry.EXPLORER_SIZES, out_
     if facts is None:
         raise RuntimeError(device.why_unavailable())
     path = out_dir / f"{_slug(facts.name)}.json"
-    names = [registry.get(k).name for k in kernels] if kernels else list(registry.KERNELS)
-    jobs = [(n, cfg, s) for n in names for cfg in registry.KERNELS[n].legal_configs() for s in sizes]
+    everything = not kernels and not ladder and not final
+    names = list(registry.KERNELS) if everything else [registry.get(k).name for k in kernels or []]
+    jobs = [(n, cfg, s) for n in names for cfg in registry.KERNELS[n].explorer_configs() for s in sizes]
     results = [bench.bench(name, cfg, (s, s, s), budget_s=0.25).as_row()
                for name, cfg, s in tqdm(jobs, desc="record", disable=not progress)]
-    data = json.loads(path.read_text()) if kernels and path.exists() else {"results": [], "sources": {}, "ncu": {}}
+    data = json.loads(path.read_text()) if not everything and path.exists() else {"results": [], "sources": {}, "ncu": {}}
     data["results"] = [r for r in data["results"] if r["kernel"] not in names] + results
     data["sources"].update({n: compiler.source_hash(registry.KERNELS[n]) for n in names})
     data["ncu"].update(profile(names))
@@ -185,10 +224,14 @@ def record(kernels: list[str] | None = None, sizes=registry.EXPLORER_SIZES, out_
         "date": _dt.date.today().isoformat(),
         "versions": {**versions(), "driver_cuda": facts.driver_cuda},
     })
-    if not kernels or "chapter00" not in data:
+    if everything or "chapter00" not in data:
         data["chapter00"] = lessons.measure_chapter00()
-    if not kernels:
+    if everything or ladder:
         data["ladder"] = lessons.measure_ladder(data["results"])
+    if everything or final:
+        data["final"] = lessons.measure_final(best_params(data["results"], "10_final"))
+        data["stalls"] = profile_stalls([(n, best_params(data["results"], n)) for n in ("08_warp_tiling", "10_final")]
+                                        + [("cublas", {})])
     out_dir.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1) + "\n")
     return path

@@ -22,8 +22,14 @@ SIGNATURE = ("sgemm(int M, int N, int K, float alpha, const float* A, int lda, "
 # The matrix sizes the chapter explorers offer (and so the sizes `record` measures).
 EXPLORER_SIZES = (1024, 2048, 4096)
 # The shapes chapter 09's ladder measures every kernel at (M, N, K).
-LADDER_SHAPES = ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
+LADDER_SHAPES = ((256, 256, 256), (512, 512, 512),
+                 (1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
                  (4096, 4096, 1024), (8192, 1024, 4096))
+# The shapes chapter 10 puts the final kernel against cuBLAS at (M, N, K), with FINAL_REPS timed
+# runs of each, interleaved.
+FINAL_SHAPES = ((4096, 4096, 4096), (2048, 2048, 2048), (6144, 6144, 6144), (8192, 8192, 8192),
+                (4096, 4096, 1024), (8192, 1024, 4096))
+FINAL_REPS = 30
 # The sizes chapter 00 sweeps cuBLAS over.
 CUBLAS_SIZES = (256, 512, 1024, 2048, 4096, 6144, 8192)
 
@@ -49,9 +55,14 @@ class UnsupportedShape(ValueError):
 @dataclass(frozen=True)
 class Param:
     name: str
-    values: tuple[int, ...]
+    values: tuple[int, ...]        # every legal value: what `tune` searches
     default: int
     doc: str
+    slider: tuple[int, ...] = ()   # the values the notebook sliders offer (and records cover); () = all
+
+    @property
+    def offered(self) -> tuple[int, ...]:
+        return self.slider or self.values
 
 
 @dataclass(frozen=True)
@@ -158,6 +169,10 @@ class KernelSpec:
         names = [p.name for p in self.params]
         combos = (dict(zip(names, values)) for values in itertools.product(*(p.values for p in self.params)))
         return [c for c in combos if self.is_legal(c)]
+
+    def explorer_configs(self) -> list[dict[str, int]]:
+        """The legal configurations the sliders offer: what `record` measures and `sweep` walks."""
+        return [c for c in self.legal_configs() if all(c[p.name] in p.offered for p in self.params)]
 
     def extreme_configs(self) -> list[dict[str, int]]:
         """The defaults plus, for each tunable, a legal configuration at its smallest and at its
@@ -415,6 +430,7 @@ def _warp_tiling() -> KernelSpec:
             Param("WNITER", (1, 2, 4), 2, "sub-tiles across a warp tile's columns"),
             Param("TM", (4, 8), 4, "rows of a thread's patch"),
             Param("TN", (4,), 4, "columns of a thread's patch"),
+            Param("UNROLL", (4, 8, 16), 16, "#pragma unroll factor of the k loop over the tile", slider=(8, 16)),
         ),
         threads=threads, tile=lambda p: (p["BM"], p["BN"]),
         rules=(
@@ -436,11 +452,68 @@ def _warp_tiling() -> KernelSpec:
                  lambda p: (f"each thread would hold {(p['WM'] * p['WN']) // 32} accumulators; more than 128 "
                             f"leaves too few of the 255 registers for operands and addresses")),
             *_tile_load_rules(threads, 4),
+            Rule("unroll-within-tile", lambda p: p["UNROLL"] <= p["BK"],
+                 lambda p: f"UNROLL={p['UNROLL']} is more than the {p['BK']} steps of the loop (BK)"),
         ),
         shape_rules=(_vector_rows(),),
         owner=_warp_owner,
         static_smem=_tile_smem(lambda p: 2),
         pointer_alignment=lambda p: 16,
+    )
+
+
+def _final() -> KernelSpec:
+    threads = lambda p: (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
+    accumulators = lambda p: (p["WM"] * p["WN"]) // 32
+
+    def owner(p: Params, r: int, c: int) -> int:   # kernels/10_final.cu: lanes 4 x 8 in 16 x 32 sub-tiles
+        warp = (r // p["WM"]) * (p["BN"] // p["WN"]) + c // p["WN"]
+        return warp * 32 + (r % 16) // 4 * 8 + (c % 32) // 4
+    smem = lambda p: p["STAGES"] * 4 * p["BK"] * (p["BM"] + 4 + p["BN"])
+    return KernelSpec(
+        name="10_final", chapter=10, title="10 final",
+        technique="08's warp tiling fed by cp.async copies through a STAGES-deep shared-memory pipeline",
+        params=(
+            Param("BM", (64, 128, 256), 128, "rows of the block's C tile", slider=(128,)),
+            Param("BN", (64, 128, 256), 256, "columns of the block's C tile", slider=(128, 256)),
+            Param("BK", (8, 16, 32), 16, "K step: depth of one pipeline stage", slider=(8, 16)),
+            Param("WM", (32, 64), 64, "rows of a warp's C tile (sub-tiles of 16 rows)", slider=(64,)),
+            Param("WN", (32, 64, 128), 64, "columns of a warp's C tile (sub-tiles of 32 columns)", slider=(64,)),
+            Param("STAGES", (2, 3, 4), 4, "shared-memory buffers in the copy pipeline"),
+            Param("KUNROLL", (4, 8, 16, 32), 4, "k steps unrolled at a time within a tile (code size)",
+                  slider=(4, 8, 16)),
+            Param("GROUP", (1, 8), 8, "tile rows walked together, column by column (L2 reuse); 1: row by row"),
+            Param("MINB", (1, 2), 1, "blocks per SM promised to the compiler (__launch_bounds__): caps registers",
+                  slider=(1,)),
+        ),
+        threads=threads, tile=lambda p: (p["BM"], p["BN"]),
+        rules=(
+            _divides("warps-tile-block-rows", "the block tile's rows must split into warp tiles (BM / WM)",
+                     lambda p: p["BM"], lambda p: p["WM"]),
+            _divides("warps-tile-block-cols", "the block tile's columns must split into warp tiles (BN / WN)",
+                     lambda p: p["BN"], lambda p: p["WN"]),
+            _block_size_rule(threads),
+            Rule("accumulators-fit-registers",
+                 lambda p: accumulators(p) <= 128,
+                 lambda p: (f"each thread would hold {accumulators(p)} accumulators; more than 128 "
+                            f"leaves too few of the 255 registers for operands and addresses")),
+            Rule("registers-per-thread",
+                 lambda p: accumulators(p) + 64 <= 65536 // (threads(p) * p["MINB"]),
+                 lambda p: (f"{p['MINB']} block(s) of {threads(p)} threads leave each thread "
+                            f"{65536 // (threads(p) * p['MINB'])} registers, fewer than its "
+                            f"{accumulators(p)} accumulators plus 64 for operands and addresses")),
+            _divides("a-tile-copies", "the A tile (BM*BK floats) must split evenly into 1-float copies per thread",
+                     lambda p: p["BM"] * p["BK"], threads),
+            _divides("b-tile-copies", "the B tile (BK*BN floats) must split evenly into 4-float copies per thread",
+                     lambda p: p["BK"] * p["BN"], lambda p: 4 * threads(p)),
+            Rule("unroll-within-tile", lambda p: p["KUNROLL"] <= p["BK"],
+                 lambda p: f"KUNROLL={p['KUNROLL']} is more than the {p['BK']} steps of a tile (BK)"),
+            Rule("shared-memory-per-block", lambda p: smem(p) <= 227 * 1024,
+                 lambda p: (f"{p['STAGES']} stages of these tiles need {smem(p)} bytes of shared memory; "
+                            f"a block may have at most 227 KiB (on sm_90)")),
+        ),
+        owner=owner,
+        dynamic_smem=smem,
     )
 
 
@@ -458,6 +531,7 @@ KERNELS: dict[str, KernelSpec] = {
         _vectorize(),
         _prefetch(),
         _warp_tiling(),
+        _final(),
     )
 }
 

@@ -67,10 +67,21 @@ class Search:
         return max(self.rows, key=lambda r: r["gflops"])
 
 
+def candidates(kernel: str, only: dict[str, set[int]] | None = None) -> list[dict[str, int]]:
+    """The legal configurations, narrowed to the values `only` allows for some tunables."""
+    spec = registry.get(kernel)
+    only = only or {}
+    unknown = set(only) - {p.name for p in spec.params}
+    if unknown:
+        raise registry.IllegalConfig(spec.name, "known-parameter",
+                                     f"{', '.join(sorted(unknown))} is not a tunable of this kernel")
+    return [c for c in spec.legal_configs() if all(c[k] in v for k, v in only.items())]
+
+
 def tune(kernel: str, size: tuple[int, int, int] = (4096, 4096, 4096), progress: bool = True,
-         budget_s: float = 0.25) -> Search:
-    """On a GPU: every legal configuration, validated then timed against cuBLAS; the best is
-    remembered. A configuration that fails validation is reported, never chosen."""
+         budget_s: float = 0.25, only: dict[str, set[int]] | None = None) -> Search:
+    """On a GPU: every legal configuration (or those `only` allows), validated then timed against
+    cuBLAS; the best is remembered. A configuration that fails validation is reported, never chosen."""
     from tqdm.auto import tqdm
     from . import bench, device
 
@@ -79,7 +90,7 @@ def tune(kernel: str, size: tuple[int, int, int] = (4096, 4096, 4096), progress:
         raise RuntimeError(device.why_unavailable())
     spec = registry.get(kernel)
     rows, refused = [], []
-    for cfg in tqdm(spec.legal_configs(), desc=f"tune {spec.name} at {'x'.join(map(str, size))}",
+    for cfg in tqdm(candidates(kernel, only), desc=f"tune {spec.name} at {'x'.join(map(str, size))}",
                     disable=not progress):
         try:
             rows.append(bench.bench(spec, cfg, size, budget_s=budget_s).as_row())

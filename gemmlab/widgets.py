@@ -1,4 +1,4 @@
-"""ipywidgets explorers built from the registry: a slider per tunable (legal values only) and
+"""ipywidgets explorers built from the registry: a slider per tunable (the values it offers) and
 one for the matrix size. Every change recompiles and shows the resource report; on a GPU it
 also validates and re-measures against cuBLAS, elsewhere it shows the recorded figure."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from .registry import IllegalConfig
 def explorer(name: str, arch: str | None = None):
     spec = registry.get(name)
     arch = arch or (device.facts().arch if device.available() else "sm_90")
-    sliders = {p.name: w.SelectionSlider(options=list(p.values), value=p.default, description=p.name,
+    sliders = {p.name: w.SelectionSlider(options=list(p.offered), value=p.default, description=p.name,
                                          continuous_update=False, tooltip=p.doc)
                for p in spec.params}
     size = w.SelectionSlider(options=list(registry.EXPLORER_SIZES), value=registry.EXPLORER_SIZES[-1],

@@ -12,6 +12,10 @@
 //   * per k, a thread loads WMITER*TM values of A and WNITER*TN of B and does all their
 //     products: the register reuse of 05's outer product, with a better shared-memory pattern.
 // Everything else (transposed padded A tile, float4 global access, double buffering) is 07's.
+// UNROLL returns from 06: with 16 x 8 patches a fully unrolled BK=16 loop is some 2,400
+// instructions (~40 KB), more than the instruction cache near each scheduler holds, and warps
+// then stall waiting for instructions ("no instruction" in Nsight Compute); unrolling 4 or 8 steps
+// at a time keeps the loop small.
 // The rules in gemmlab's registry say which combinations tile exactly; others are refused.
 
 #ifndef BM
@@ -38,8 +42,10 @@
 #ifndef TN
 #define TN 4
 #endif
-#define VECTORIZE 1        // chapter 06's choices, now fixed
-#define UNROLL BK
+#ifndef UNROLL
+#define UNROLL 16          // k steps unrolled at a time (06's tunable, back: see below)
+#endif
+#define VECTORIZE 1        // chapter 06's choice, now fixed
 #define PREFETCH 1         // chapter 07's double buffering, kept
 #define STAGES (PREFETCH ? 2 : 1)
 #define A_LOADS (BM * BK / 4 / THREADS)
