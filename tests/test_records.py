@@ -38,3 +38,22 @@ def test_stale_source_is_refused(monkeypatch):
     monkeypatch.setitem(record.data["sources"], "01_naive", "0" * 16)
     with pytest.raises(records.StaleRecord, match="older version"):
         record.results("01_naive")
+
+
+@pytest.mark.parametrize("record", records.load_all(), ids=lambda r: r.path.name)
+def test_ladder_covers_every_kernel_at_every_ladder_shape(record):
+    rows = record.data["ladder"]
+    for name in registry.KERNELS:
+        shapes = {(r["M"], r["N"], r["K"]) for r in rows if r["kernel"] == name}
+        assert shapes == set(registry.LADDER_SHAPES), name
+    assert all(r["rel_err"] <= r["tol"] for r in rows)
+
+
+@pytest.mark.parametrize("record", records.load_all(), ids=lambda r: r.path.name)
+def test_final_table_is_interleaved_validated_and_complete(record):
+    rows = record.data["final"]
+    assert [(r["M"], r["N"], r["K"]) for r in rows] == [tuple(s) for s in registry.FINAL_SHAPES]
+    for r in rows:
+        assert r["kernel"] == "10_final" and r["reps"] >= 20 and r["rel_err"] <= r["tol"]
+        assert abs(r["ratio"] - r["gflops"] / r["cublas_gflops"]) < 1e-9
+    assert {s["kernel"] for s in record.data["stalls"]} == {"08_warp_tiling", "10_final", "cublas"}

@@ -38,7 +38,20 @@ def test_defaults_are_legal_and_in_their_value_lists(name):
     assert spec.resolve() == spec.defaults
     for p in spec.params:
         assert p.default in p.values
+        assert p.default in p.offered, "the sliders can show the default"
+        assert set(p.offered) <= set(p.values), "sliders offer only legal values"
     assert spec.defaults in spec.legal_configs()
+    assert spec.defaults in spec.explorer_configs()
+
+
+def test_final_kernel_refuses_what_its_rules_forbid_by_name():
+    spec = KERNELS["10_final"]
+    with pytest.raises(IllegalConfig, match="rule 'unroll-within-tile'"):
+        spec.resolve({"BK": 8, "KUNROLL": 16})
+    with pytest.raises(IllegalConfig, match="rule 'registers-per-thread'"):
+        spec.resolve({"MINB": 2})
+    assert spec.dynamic_smem(spec.defaults) == 4 * 16 * (128 + 4 + 256) * 4
+    assert max(spec.dynamic_smem(c) for c in spec.legal_configs()) <= 227 * 1024
 
 
 def test_illegal_configurations_name_their_rule():

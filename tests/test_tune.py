@@ -36,3 +36,12 @@ def test_tune_validates_times_and_remembers():
     assert len(search.rows) == len(registry.get("03").legal_configs())
     assert all(r["rel_err"] <= r["tol"] for r in search.rows)
     assert tune.best_params(device.facts().name, "03", (512, 512, 512)) == search.best["params"]
+
+
+def test_only_narrows_the_search_to_legal_configurations_with_those_values():
+    narrowed = tune.candidates("10_final", {"BK": {16}, "STAGES": {2, 3}, "BN": {256}})
+    assert narrowed and all(c["BK"] == 16 and c["STAGES"] in (2, 3) and c["BN"] == 256 for c in narrowed)
+    assert all(registry.get("10").is_legal(c) for c in narrowed)
+    assert len(narrowed) < len(registry.get("10").legal_configs())
+    with pytest.raises(registry.IllegalConfig, match="not a tunable"):
+        tune.candidates("10_final", {"TILE": {16}})
