@@ -75,6 +75,11 @@ def candidates(kernel: str, only: dict[str, set[int]] | None = None) -> list[dic
     if unknown:
         raise registry.IllegalConfig(spec.name, "known-parameter",
                                      f"{', '.join(sorted(unknown))} is not a tunable of this kernel")
+    for p in spec.params:
+        bad = sorted(set(only.get(p.name, ())) - set(p.values))
+        if bad:
+            raise registry.IllegalConfig(spec.name, f"{p.name}-legal-values",
+                                         f"{p.name}={bad} is not offered; legal values are {list(p.values)}")
     return [c for c in spec.legal_configs() if all(c[k] in v for k, v in only.items())]
 
 

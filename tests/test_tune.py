@@ -45,3 +45,5 @@ def test_only_narrows_the_search_to_legal_configurations_with_those_values():
     assert len(narrowed) < len(registry.get("10").legal_configs())
     with pytest.raises(registry.IllegalConfig, match="not a tunable"):
         tune.candidates("10_final", {"TILE": {16}})
+    with pytest.raises(registry.IllegalConfig, match="legal values are"):
+        tune.candidates("10_final", {"BK": {7}})
