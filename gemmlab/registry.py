@@ -242,6 +242,25 @@ def _vector_rows(kernel_vectorizes: Callable[[Params], bool] = lambda p: True) -
     )
 
 
+def _warp_grid_rules(threads: Callable[[Params], int]) -> tuple[Rule, ...]:
+    """08 and 10: warp tiles must tile the block tile, and the block must be a legal size."""
+    return (
+        _divides("warps-tile-block-rows", "the block tile's rows must split into warp tiles (BM / WM)",
+                 lambda p: p["BM"], lambda p: p["WM"]),
+        _divides("warps-tile-block-cols", "the block tile's columns must split into warp tiles (BN / WN)",
+                 lambda p: p["BN"], lambda p: p["WN"]),
+        _block_size_rule(threads),
+    )
+
+
+def _accumulator_rule() -> Rule:
+    """08 and 10: a thread holds WM*WN/32 accumulators in registers."""
+    acc = lambda p: (p["WM"] * p["WN"]) // 32
+    return Rule("accumulators-fit-registers", lambda p: acc(p) <= 128,
+                lambda p: (f"each thread would hold {acc(p)} accumulators; more than 128 "
+                           f"leaves too few of the 255 registers for operands and addresses"))
+
+
 def _outer_owner(p: Params, r: int, c: int) -> int:
     """05-07: thread (tr, tc) owns the TM x TN patch at (tr * TM, tc * TN)."""
     return (r // p["TM"]) * (p["BN"] // p["TN"]) + c // p["TN"]
@@ -434,11 +453,7 @@ def _warp_tiling() -> KernelSpec:
         ),
         threads=threads, tile=lambda p: (p["BM"], p["BN"]),
         rules=(
-            _divides("warps-tile-block-rows", "the block tile's rows must split into warp tiles (BM / WM)",
-                     lambda p: p["BM"], lambda p: p["WM"]),
-            _divides("warps-tile-block-cols", "the block tile's columns must split into warp tiles (BN / WN)",
-                     lambda p: p["BN"], lambda p: p["WN"]),
-            _block_size_rule(threads),
+            *_warp_grid_rules(threads),
             Rule("warp-tile-fits-lanes",
                  lambda p: (p["WM"] * p["WN"]) % (32 * p["TM"] * p["TN"] * p["WNITER"]) == 0
                  and p["WN"] % p["WNITER"] == 0 and p["WM"] % g(p)["WMITER"] == 0
@@ -447,10 +462,7 @@ def _warp_tiling() -> KernelSpec:
                  lambda p: (f"a {p['WM']} x {p['WN']} warp tile cannot be cut into WNITER={p['WNITER']} column "
                             f"sub-tiles whose {p['TM']} x {p['TN']} patches give exactly 32 lanes one patch each "
                             f"(it needs WM*WN = 32*TM*TN*WMITER*WNITER with whole sub-tiles)")),
-            Rule("accumulators-fit-registers",
-                 lambda p: (p["WM"] * p["WN"]) // 32 <= 128,
-                 lambda p: (f"each thread would hold {(p['WM'] * p['WN']) // 32} accumulators; more than 128 "
-                            f"leaves too few of the 255 registers for operands and addresses")),
+            _accumulator_rule(),
             *_tile_load_rules(threads, 4),
             Rule("unroll-within-tile", lambda p: p["UNROLL"] <= p["BK"],
                  lambda p: f"UNROLL={p['UNROLL']} is more than the {p['BK']} steps of the loop (BK)"),
@@ -488,15 +500,8 @@ def _final() -> KernelSpec:
         ),
         threads=threads, tile=lambda p: (p["BM"], p["BN"]),
         rules=(
-            _divides("warps-tile-block-rows", "the block tile's rows must split into warp tiles (BM / WM)",
-                     lambda p: p["BM"], lambda p: p["WM"]),
-            _divides("warps-tile-block-cols", "the block tile's columns must split into warp tiles (BN / WN)",
-                     lambda p: p["BN"], lambda p: p["WN"]),
-            _block_size_rule(threads),
-            Rule("accumulators-fit-registers",
-                 lambda p: accumulators(p) <= 128,
-                 lambda p: (f"each thread would hold {accumulators(p)} accumulators; more than 128 "
-                            f"leaves too few of the 255 registers for operands and addresses")),
+            *_warp_grid_rules(threads),
+            _accumulator_rule(),
             Rule("registers-per-thread",
                  lambda p: accumulators(p) + 64 <= 65536 // (threads(p) * p["MINB"]),
                  lambda p: (f"{p['MINB']} block(s) of {threads(p)} threads leave each thread "
