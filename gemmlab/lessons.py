@@ -402,11 +402,8 @@ def ladder(names: list[str] | None = None, size: int = 4096) -> None:
 def measure_ladder(results: list[dict]) -> list[dict]:
     """Each kernel at its best 4096 configuration (from `results`) over the ladder shapes."""
     from tqdm.auto import tqdm
-    jobs = []
-    for name in registry.KERNELS:
-        rows = [r for r in results if r["kernel"] == name and r["M"] == 4096]
-        params = max(rows, key=lambda r: r["gflops"])["params"] if rows else registry.KERNELS[name].defaults
-        jobs += [(name, params, shape) for shape in registry.LADDER_SHAPES]
+    jobs = [(name, records.best_params(results, name), shape)
+            for name in registry.KERNELS for shape in registry.LADDER_SHAPES]
     return [bench.bench(n, p, s, budget_s=0.3).as_row() for n, p, s in tqdm(jobs, desc="ladder")]
 
 
