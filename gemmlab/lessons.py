@@ -6,6 +6,7 @@ SASS are still live; timings come from the recorded run, labelled with device an
 from __future__ import annotations
 
 import difflib
+import json
 
 from . import bench, device, plots, records, registry, roofline, sass
 from .compile import CompileError, compile_kernel
@@ -311,6 +312,33 @@ def compare(name: str, tunable: str, size: int = 4096, **params) -> None:
                      f"{row['gflops'] / 1e3:.2f}", f"{row['ratio']:.1%}"])
     _show_markdown(_table([tunable, "configuration", "ms", "TFLOP/s", "of cuBLAS (same run)"], rows)
                    + f"\n\nsize {size}^3, each validated before timing. *{label}*")
+
+
+def steps(name: str, size: int = registry.STUDY_SIZE) -> None:
+    """The chapter's additions switched on one at a time (the registry's studies): time against
+    cuBLAS (live, else recorded), how the hot loop's FFMAs get their operands (from the SASS), and
+    the recorded Nsight Compute issue rate and dispatch / wait stalls where the record has them."""
+    spec = registry.get(name)
+    stalls = {json.dumps(r["params"], sort_keys=True): r for r in records.latest().data.get("stalls", [])
+              if r["kernel"] == spec.name}
+    rows, label = [], ""
+    for caption, cfg in spec.studies:
+        full = spec.resolve(cfg)
+        row, label = measurement(spec.name, full, size)
+        reads = sass.operand_reads(compile_kernel(spec, full))
+        prof = stalls.get(json.dumps(full, sort_keys=True))
+        issue, dispatch, wait = ((f"{prof['issued_per_scheduler']:.2f}", f"{prof['stalls']['dispatch_stall']:.2f}",
+                                  f"{prof['stalls']['wait']:.2f}") if prof else ("-", "-", "-"))
+        rows.append([caption, f"{row['gflops'] / 1e3:.2f}", f"{row['ratio']:.1%}",
+                     f"{reads['from_cache'] / reads['ffma']:.2f}", f"{reads['same_bank'] / reads['ffma']:.1%}",
+                     issue, dispatch, wait])
+    _show_markdown(_table(["step", "TFLOP/s", "of cuBLAS (same run)", "FFMA operands from the reuse cache",
+                           "FFMAs with two reads in one bank", "issued per cycle per scheduler",
+                           "dispatch stalls", "wait stalls"], rows)
+                   + f"\n\n{spec.name} [{spec.config_label(spec.resolve(spec.studies[-1][1]))}] at {size}^3, "
+                   f"each step validated before timing. *{label}*. Operand columns: static counts over the hot "
+                   f"loop's FFMAs in the sm_90 SASS. Stalls: cycles per issued instruction, from the record's "
+                   f"Nsight Compute profiles ('-' where the record has none).")
 
 
 def show_warp_tiling(name: str = "08_warp_tiling", **params) -> None:

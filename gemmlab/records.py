@@ -190,6 +190,12 @@ def profile_stalls(runs: list[tuple[str, dict]], size: int = 4096) -> list[dict]
     return out
 
 
+def study_configs(kernel: str) -> list[dict]:
+    """The full configurations of a kernel's chapter steps (registry studies)."""
+    spec = registry.get(kernel)
+    return [spec.resolve(cfg) for _, cfg in spec.studies]
+
+
 def best_params(results: list[dict], kernel: str, size: int = 4096) -> dict:
     """The fastest recorded configuration of a kernel at size^3 (the defaults if none)."""
     rows = [r for r in results if r["kernel"] == kernel and r["M"] == r["N"] == r["K"] == size]
@@ -213,6 +219,8 @@ def record(kernels: list[str] | None = None, sizes=registry.EXPLORER_SIZES, out_
     everything = not kernels and not ladder and not final
     names = list(registry.KERNELS) if everything else [registry.get(k).name for k in kernels or []]
     jobs = [(n, cfg, s) for n in names for cfg in registry.KERNELS[n].explorer_configs() for s in sizes]
+    jobs += [(n, full, registry.STUDY_SIZE) for n in names for full in study_configs(n)
+             if (n, full, registry.STUDY_SIZE) not in jobs]
     results = [bench.bench(name, cfg, (s, s, s), budget_s=0.25).as_row()
                for name, cfg, s in tqdm(jobs, desc="record", disable=not progress)]
     data = json.loads(path.read_text()) if not everything and path.exists() else {"results": [], "sources": {}, "ncu": {}}
@@ -230,8 +238,10 @@ def record(kernels: list[str] | None = None, sizes=registry.EXPLORER_SIZES, out_
         data["ladder"] = lessons.measure_ladder(data["results"])
     if everything or final:
         data["final"] = lessons.measure_final(best_params(data["results"], "10_final"))
-        data["stalls"] = profile_stalls([(n, best_params(data["results"], n)) for n in ("08_warp_tiling", "10_final")]
-                                        + [("cublas", {})])
+        runs = [(n, best_params(data["results"], n)) for n in ("08_warp_tiling", "10_final")]
+        runs += [(n, full) for n in ("08_warp_tiling", "10_final") for full in study_configs(n)
+                 if (n, full) not in runs]
+        data["stalls"] = profile_stalls(runs + [("cublas", {})])
     out_dir.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1) + "\n")
     return path

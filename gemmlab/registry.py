@@ -21,6 +21,7 @@ SIGNATURE = ("sgemm(int M, int N, int K, float alpha, const float* A, int lda, "
 
 # The matrix sizes the chapter explorers offer (and so the sizes `record` measures).
 EXPLORER_SIZES = (1024, 2048, 4096)
+STUDY_SIZE = 4096                  # where a chapter's steps (KernelSpec.studies) are measured
 # The shapes chapter 09's ladder measures every kernel at (M, N, K).
 LADDER_SHAPES = ((256, 256, 256), (512, 512, 512),
                  (1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
@@ -131,6 +132,10 @@ class KernelSpec:
     static_smem: Callable[[Params], int] = field(default=lambda p: 0)
     # For the bank-conflict picture: the shared-memory word each lane of warp 0 reads at step k.
     bank_words: Callable[[Params, int], list[int]] | None = None
+    # The chapter's steps: configurations (over the defaults) that switch its additions on one
+    # at a time, in order, each with a caption. `record` measures them at 4096 and profiles
+    # their stalls; lessons.steps shows them.
+    studies: tuple[tuple[str, dict], ...] = ()
 
     @property
     def path(self) -> Path:
@@ -450,6 +455,7 @@ def _warp_tiling() -> KernelSpec:
             Param("TM", (4, 8), 4, "rows of a thread's patch"),
             Param("TN", (4,), 4, "columns of a thread's patch"),
             Param("UNROLL", (4, 8, 16), 16, "#pragma unroll factor of the k loop over the tile", slider=(8, 16)),
+            *_snake_interior_params(),
         ),
         threads=threads, tile=lambda p: (p["BM"], p["BN"]),
         rules=(
@@ -471,7 +477,22 @@ def _warp_tiling() -> KernelSpec:
         owner=_warp_owner,
         static_smem=_tile_smem(lambda p: 2),
         pointer_alignment=lambda p: 16,
+        studies=_snake_interior_studies({"WN": 64, "TM": 8, "UNROLL": 8}),
     )
+
+
+def _snake_interior_params() -> tuple[Param, ...]:
+    # The sliders keep both on; the chapter's steps (studies) measure them off.
+    return (Param("SNAKE", (0, 1), 1, "1: odd rows of the outer product run backwards (operand reuse); 0: row by row",
+                  slider=(1,)),
+            Param("INTERIOR", (0, 1), 1, "1: blocks inside the matrices load without bounds checks; 0: every "
+                  "load checked", slider=(1,)))
+
+
+def _snake_interior_studies(base: dict) -> tuple[tuple[str, dict], ...]:
+    return (("FFMAs row by row, every load checked", {**base, "SNAKE": 0, "INTERIOR": 0}),
+            ("+ SNAKE: odd rows backwards", {**base, "SNAKE": 1, "INTERIOR": 0}),
+            ("+ INTERIOR: unchecked loads inside", {**base, "SNAKE": 1, "INTERIOR": 1}))
 
 
 def _final() -> KernelSpec:
@@ -491,12 +512,13 @@ def _final() -> KernelSpec:
             Param("BK", (8, 16, 32), 16, "K step: depth of one pipeline stage", slider=(8, 16)),
             Param("WM", (32, 64), 64, "rows of a warp's C tile (sub-tiles of 16 rows)", slider=(64,)),
             Param("WN", (32, 64, 128), 64, "columns of a warp's C tile (sub-tiles of 32 columns)", slider=(64,)),
-            Param("STAGES", (2, 3, 4), 4, "shared-memory buffers in the copy pipeline"),
-            Param("KUNROLL", (4, 8, 16, 32), 4, "k steps unrolled at a time within a tile (code size)",
+            Param("STAGES", (2, 3, 4), 3, "shared-memory buffers in the copy pipeline"),
+            Param("KUNROLL", (4, 8, 16, 32), 8, "k steps unrolled at a time within a tile (code size)",
                   slider=(4, 8, 16)),
             Param("GROUP", (1, 8), 8, "tile rows walked together, column by column (L2 reuse); 1: row by row"),
             Param("MINB", (1, 2), 1, "blocks per SM promised to the compiler (__launch_bounds__): caps registers",
                   slider=(1,)),
+            *_snake_interior_params(),
         ),
         threads=threads, tile=lambda p: (p["BM"], p["BN"]),
         rules=(
@@ -519,6 +541,7 @@ def _final() -> KernelSpec:
         ),
         owner=owner,
         dynamic_smem=smem,
+        studies=_snake_interior_studies({}),
     )
 
 

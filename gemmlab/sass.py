@@ -62,28 +62,63 @@ _LABEL = re.compile(r"^(\.L_x_\d+):")
 _BRANCH = re.compile(r"BRA\s+`?\(?(\.L_x_\d+)")
 
 
-def hot_region(build) -> list[str]:
-    """The opcodes of the innermost loop that does FFMAs: with the k loop unrolled, the loop over
-    K tiles (loads, barriers and all); rolled, the k loop itself."""
+def _hot_lines(build) -> list[str]:
+    """The instructions (full text) of the innermost loop that does FFMAs: with the k loop
+    unrolled, the loop over K tiles (loads, barriers and all); rolled, the k loop itself."""
     lines = disassemble(build).splitlines()
-    labels, ops, branches = {}, [], []
+    labels, instrs, branches = {}, [], []
     for line in lines:
         m = _LABEL.match(line.strip())
         if m:
-            labels[m.group(1)] = len(ops)
+            labels[m.group(1)] = len(instrs)
             continue
         op = _INSTRUCTION.search(line)
         if op:
             b = _BRANCH.search(line)
             if b:
-                branches.append((len(ops), b.group(1)))
-            ops.append(op.group(1))
+                branches.append((len(instrs), b.group(1)))
+            instrs.append(line[op.start(1):].split(";")[0].strip())
     loops = [(labels[target], at) for at, target in branches if target in labels and labels[target] <= at]
-    loops = [(a, b) for a, b in loops if any(op.startswith("FFMA") for op in ops[a:b + 1])]
+    loops = [(a, b) for a, b in loops if any(i.startswith("FFMA") for i in instrs[a:b + 1])]
     if not loops:
         return []
     start, end = min(loops, key=lambda ab: ab[1] - ab[0])
-    return ops[start:end + 1]
+    return instrs[start:end + 1]
+
+
+def hot_region(build) -> list[str]:
+    """The opcodes of _hot_lines."""
+    return [i.split()[0] for i in _hot_lines(build)]
+
+
+_REGISTER = re.compile(r"\bR(\d+)(\.reuse)?")
+
+
+def operand_reads(build) -> dict:
+    """How the FFMAs of the hot loop get their three source operands. A source in the same slot as
+    the previous instruction's, flagged .reuse there, comes from the operand reuse cache; the
+    others are read from the register file, whose two banks (register number mod 2, the model
+    measured on Volta and later) each give one value per cycle: two reads from one bank cost a
+    cycle ('dispatch' stalls in Nsight Compute)."""
+    ffma = from_cache = same_bank = 0
+    cached = [None, None, None]
+    for ins in _hot_lines(build):
+        if not ins.startswith("FFMA"):
+            cached = [None, None, None]
+            continue
+        sources = _REGISTER.findall(ins)[1:4]
+        reads, now = [], [None, None, None]
+        for slot, (reg, reuse) in enumerate(sources):
+            if cached[slot] == reg:
+                from_cache += 1
+            else:
+                reads.append(int(reg) % 2)
+            if reuse:
+                now[slot] = reg
+        cached = now
+        ffma += 1
+        same_bank += len(reads) - len(set(reads)) > 0
+    return {"ffma": ffma, "from_cache": from_cache, "same_bank": same_bank}
 
 
 def summary(build) -> str:

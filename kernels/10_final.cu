@@ -16,9 +16,14 @@
 //   * GROUP: blocks are numbered so that GROUP consecutive tile rows are walked column by column;
 //     the blocks running together share A panels and B panels in L2.
 //   * MINB: blocks per SM promised to the compiler, which caps registers per thread.
+//   * SNAKE and INTERIOR, as in 08 (FFMA order for the operand reuse cache; edge checks only in
+//     edge blocks). Here the interior blocks' copies come from two pointers that advance one
+//     tile at a time: some hundred instructions of address and predicate arithmetic per tile
+//     fewer, in a loop whose speed is the rate at which instructions issue.
 //   * Every M, N, K and every leading dimension: edges are zero-filled by the copy itself (the
 //     source size of cp.async), and when B's rows are not 16-byte aligned its copies are made 4
-//     bytes at a time (decided once per launch: the main loop is compiled for both cases).
+//     bytes at a time (decided per block: the main loop is compiled for both cases; with INTERIOR
+//     the edge blocks take the 4-byte path too).
 // Kept from before: outer products from registers (05), 128-bit shared loads (06), a warp tile of
 // WMITER x WNITER sub-tiles in which 4 x 8 lanes own 4 x 4 patches (08): the 8 lanes of a
 // quarter-warp share their A address (a broadcast) and read 8 consecutive 16-byte pieces of B.
@@ -39,16 +44,22 @@
 #define WN 64
 #endif
 #ifndef STAGES
-#define STAGES 4
+#define STAGES 3
 #endif
 #ifndef KUNROLL
-#define KUNROLL 4
+#define KUNROLL 8
 #endif
 #ifndef GROUP
 #define GROUP 8
 #endif
 #ifndef MINB
 #define MINB 1
+#endif
+#ifndef SNAKE
+#define SNAKE 1
+#endif
+#ifndef INTERIOR
+#define INTERIOR 1
 #endif
 #define THREADS ((BM / WM) * (BN / WN) * 32)
 #define WMITER (WM / 16)          // a sub-tile is 16 rows: 4 lane rows x 4
@@ -60,6 +71,7 @@
 #define B_STAGE (BK * BN)
 #define A_FLOATS (BM * BK / THREADS)
 #define B_CHUNKS (BK * BN / 4 / THREADS)
+static_assert(THREADS % BK == 0 && THREADS % (BN / 4) == 0, "a thread's copies sit a whole number of rows apart");
 #define PRAGMA(x) _Pragma(#x)
 #define UNROLL_BY(n) PRAGMA(unroll n)
 
@@ -116,8 +128,23 @@ __device__ __forceinline__ void load_tile(float* as, float* bs, const float* __r
     }
 }
 
+// The copies of a tile that lies inside A and B: no checks. A thread's copies of A are
+// THREADS / BK rows apart, its copies of B THREADS / (BN / 4) rows apart (int offsets: the caller
+// checks that lda and ldb keep them below 2^31).
+__device__ __forceinline__ void load_inside(float* as, float* bs, const float* a_src, const float* b_src,
+                                            int lda, int ldb, int tid)
+{
+#pragma unroll
+    for (int i = 0; i < A_FLOATS; ++i)
+        copy_async<4>(as + (tid % BK) * AM + tid / BK + i * (THREADS / BK), a_src + i * (THREADS / BK) * lda, 4);
+#pragma unroll
+    for (int i = 0; i < B_CHUNKS; ++i)
+        copy_async<16>(bs + (tid / (BN / 4) + i * (THREADS / (BN / 4))) * BN + tid % (BN / 4) * 4,
+                       b_src + i * (THREADS / (BN / 4)) * ldb, 16);
+}
+
 // acc += the block's panel of A times its panel of B, through a STAGES-deep pipeline of tiles.
-template <bool VEC>
+template <bool VEC, bool INSIDE>
 __device__ __forceinline__ void accumulate(float (&acc)[TROWS][TCOLS], float* As, float* Bs,
                                            const float* __restrict__ A, int lda, const float* __restrict__ B,
                                            int ldb, int M, int N, int K, int row0, int col0)
@@ -126,10 +153,20 @@ __device__ __forceinline__ void accumulate(float (&acc)[TROWS][TCOLS], float* As
     const int wr = warp / (BN / WN), wc = warp % (BN / WN);
     const int lr = lane / 8, lc = lane % 8;
     const int tiles_k = (K + BK - 1) / BK;
+    const int full_k = INSIDE ? K / BK : 0;    // tiles copied without checks
+    const float* a_src = A + (size_t)(row0 + tid / BK) * lda + tid % BK;                  // + k0
+    const float* b_src = B + (size_t)(tid / (BN / 4)) * ldb + col0 + tid % (BN / 4) * 4;  // + k0 rows
+    auto issue = [&](int t, int stage) {       // the copies of tile t into a stage
+        if (t < full_k)
+            load_inside(As + stage * A_STAGE, Bs + stage * B_STAGE, a_src + t * BK, b_src + (size_t)t * BK * ldb,
+                        lda, ldb, tid);
+        else
+            load_tile<VEC>(As + stage * A_STAGE, Bs + stage * B_STAGE, A, lda, B, ldb, M, N, K, row0, col0,
+                           t * BK, tid);
+    };
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < tiles_k)
-            load_tile<VEC>(As + s * A_STAGE, Bs + s * B_STAGE, A, lda, B, ldb, M, N, K, row0, col0, s * BK, tid);
+        if (s < tiles_k) issue(s, s);
         commit();                              // an empty group keeps the counting uniform
     }
 
@@ -137,9 +174,7 @@ __device__ __forceinline__ void accumulate(float (&acc)[TROWS][TCOLS], float* As
         wait_pending<STAGES - 2>();            // this thread's copies of tile t have landed
         __syncthreads();                       // everyone's have; and nobody still reads tile t-1's stage
         const int next = t + STAGES - 1;       // goes where tile t-1 was
-        if (next < tiles_k)
-            load_tile<VEC>(As + next % STAGES * A_STAGE, Bs + next % STAGES * B_STAGE, A, lda, B, ldb,
-                           M, N, K, row0, col0, next * BK, tid);
+        if (next < tiles_k) issue(next, next % STAGES);
         commit();
 
         const float* as = As + t % STAGES * A_STAGE + wr * WM + lr * 4;
@@ -160,7 +195,10 @@ __device__ __forceinline__ void accumulate(float (&acc)[TROWS][TCOLS], float* As
 #pragma unroll
             for (int i = 0; i < TROWS; ++i)
 #pragma unroll
-                for (int j = 0; j < TCOLS; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+                for (int jj = 0; jj < TCOLS; ++jj) {
+                    const int j = SNAKE && i % 2 ? TCOLS - 1 - jj : jj;   // odd rows backwards
+                    acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+                }
         }
     }
     wait_pending<0>();                         // nothing may still be writing shared memory at exit
@@ -189,11 +227,16 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
 #pragma unroll
         for (int j = 0; j < TCOLS; ++j) acc[i][j] = 0.0f;
 
-    // 16-byte copies of B need each of its rows to start 16-byte aligned.
-    if (ldb % 4 == 0 && reinterpret_cast<size_t>(B) % 16 == 0)
-        accumulate<true>(acc, As, Bs, A, lda, B, ldb, M, N, K, row0, col0);
+    // 16-byte copies of B need each of its rows to start 16-byte aligned. With INTERIOR, only
+    // blocks inside the matrices take them (unchecked); every other block takes the fully checked
+    // 4-byte path. A third copy of the main loop, for aligned edge blocks, cost registers: with
+    // three, ptxas spills on sm_80.
+    const bool b_aligned = ldb % 4 == 0 && reinterpret_cast<size_t>(B) % 16 == 0;
+    const bool inside = b_aligned && row0 + BM <= M && col0 + BN <= N && lda < (1 << 23) && ldb < (1 << 23);
+    if (INTERIOR ? inside : b_aligned)
+        accumulate<true, INTERIOR>(acc, As, Bs, A, lda, B, ldb, M, N, K, row0, col0);
     else
-        accumulate<false>(acc, As, Bs, A, lda, B, ldb, M, N, K, row0, col0);
+        accumulate<false, false>(acc, As, Bs, A, lda, B, ldb, M, N, K, row0, col0);
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int wr = warp / (BN / WN), wc = warp % (BN / WN);

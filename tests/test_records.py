@@ -57,3 +57,14 @@ def test_final_table_is_interleaved_validated_and_complete(record):
         assert r["kernel"] == "10_final" and r["reps"] >= 20 and r["rel_err"] <= r["tol"]
         assert abs(r["ratio"] - r["gflops"] / r["cublas_gflops"]) < 1e-9
     assert {s["kernel"] for s in record.data["stalls"]} == {"08_warp_tiling", "10_final", "cublas"}
+
+
+@pytest.mark.parametrize("record", records.load_all(), ids=lambda r: r.path.name)
+def test_every_chapter_step_is_recorded_with_its_stall_profile(record):
+    size = (registry.STUDY_SIZE,) * 3
+    profiled = {(s["kernel"], tuple(sorted(s["params"].items()))) for s in record.data["stalls"]}
+    for name, spec in registry.KERNELS.items():
+        for full in records.study_configs(name):
+            row = record.result(name, full, size)
+            assert row["rel_err"] <= row["tol"]
+            assert (name, tuple(sorted(full.items()))) in profiled, (name, full)

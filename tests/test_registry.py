@@ -50,7 +50,7 @@ def test_final_kernel_refuses_what_its_rules_forbid_by_name():
         spec.resolve({"BK": 8, "KUNROLL": 16})
     with pytest.raises(IllegalConfig, match="rule 'registers-per-thread'"):
         spec.resolve({"MINB": 2})
-    assert spec.dynamic_smem(spec.defaults) == 4 * 16 * (128 + 4 + 256) * 4
+    assert spec.dynamic_smem(spec.defaults) == 3 * 16 * (128 + 4 + 256) * 4
     assert max(spec.dynamic_smem(c) for c in spec.legal_configs()) <= 227 * 1024
 
 
@@ -98,3 +98,12 @@ def test_owner_model_gives_every_thread_its_share(name):
         owners = Counter(spec.owner(cfg, r, c) for r in range(rows) for c in range(cols))
         assert set(owners) == set(range(spec.threads(cfg)))
         assert len(set(owners.values())) == 1
+
+
+@pytest.mark.parametrize("name", [n for n, s in KERNELS.items() if s.studies])
+def test_chapter_steps_are_legal_and_end_at_the_defaults_of_what_they_switch(name):
+    spec = KERNELS[name]
+    fulls = [spec.resolve(cfg) for _, cfg in spec.studies]
+    assert len({tuple(sorted(f.items())) for f in fulls}) == len(fulls), "each step differs"
+    switched = {k for _, cfg in spec.studies for k in cfg if len({c.get(k) for _, c in spec.studies}) > 1}
+    assert switched and all(fulls[-1][k] == spec.defaults[k] for k in switched)
