@@ -528,9 +528,12 @@ def final_table() -> None:
 
 def stall_profile() -> None:
     """Why warps were not issuing: Nsight Compute's stall reasons per issued instruction, for the
-    best 08 and 10 configurations and for cuBLAS's own FP32 kernel (recorded at 4096^3)."""
+    best 08 and 10 configurations and for cuBLAS's own FP32 kernel (recorded at 4096^3). The
+    record also profiles the chapters' steps; gl.steps shows those."""
     rec = records.latest()
     rows = rec.data.get("stalls")
+    # the first profile of each kernel is its best configuration (records.record's order)
+    rows = [r for i, r in enumerate(rows or []) if r["kernel"] not in {x["kernel"] for x in rows[:i]}]
     if not rows:
         print(f"no stall profiles in the record ({rec.label}); `python -m gemmlab record --final` on a GPU with ncu")
         return
@@ -538,6 +541,8 @@ def stall_profile() -> None:
     for r in rows:
         name = "cuBLAS FP32" if r["kernel"] == "cublas" else registry.get(r["kernel"]).title
         lost = sum(v for k, v in r["stalls"].items() if k != "not_selected")
+        if r["kernel"] != "cublas":
+            name += f" [{registry.get(r['kernel']).config_label(r['params'])}]"
         table.append([name, f"{r['issued_per_scheduler']:.2f}",
                       *(f"{r['stalls'][k]:.2f}" for k in records.STALL_REASONS[:6]), f"{lost:.2f}"])
     _show_markdown(_table(["kernel", "instructions issued per cycle per scheduler",
