@@ -513,7 +513,7 @@ def _final() -> KernelSpec:
             Param("WM", (32, 64), 64, "rows of a warp's C tile (sub-tiles of 16 rows)", slider=(64,)),
             Param("WN", (32, 64, 128), 64, "columns of a warp's C tile (sub-tiles of 32 columns)", slider=(64,)),
             Param("STAGES", (2, 3, 4), 3, "shared-memory buffers in the copy pipeline"),
-            Param("KUNROLL", (4, 8, 16, 32), 8, "k steps unrolled at a time within a tile (code size)",
+            Param("KUNROLL", (4, 8, 16, 32), 16, "k steps unrolled at a time within a tile (code size)",
                   slider=(4, 8, 16)),
             Param("GROUP", (1, 8), 8, "tile rows walked together, column by column (L2 reuse); 1: row by row"),
             Param("MINB", (1, 2), 1, "blocks per SM promised to the compiler (__launch_bounds__): caps registers",
