@@ -97,9 +97,9 @@ _REGISTER = re.compile(r"\bR(\d+)(\.reuse)?")
 def operand_reads(build) -> dict:
     """How the FFMAs of the hot loop get their three source operands. A source in the same slot as
     the previous instruction's, flagged .reuse there, comes from the operand reuse cache; the
-    others are read from the register file, whose two banks (register number mod 2, the model
-    measured on Volta and later) each give one value per cycle: two reads from one bank cost a
-    cycle ('dispatch' stalls in Nsight Compute)."""
+    others are read from the register file, whose two banks (register number mod 2: what
+    microbenchmarks of Volta and Turing found; NVIDIA does not document it) each give one value per
+    cycle: two reads from one bank cost a cycle ('dispatch' stalls in Nsight Compute)."""
     ffma = from_cache = same_bank = 0
     cached = [None, None, None]
     for ins in _hot_lines(build):
