@@ -145,8 +145,6 @@ class Kernel:
         if dyn > 48 * 1024:
             self.function.max_dynamic_shared_size_bytes = dyn
         self.dynamic_smem = dyn
-        # Blocks the GPU holds at once: the grid of a persistent kernel.
-        self.resident = device.facts().sm_count * self.build.occupancy.blocks_per_sm
 
     def __call__(self, ops: Operands) -> None:
         p = ops.problem
@@ -158,7 +156,7 @@ class Kernel:
                     self.spec.name, "pointer-alignment",
                     f"{name} starts at an address that is not a multiple of {align} bytes; this kernel "
                     f"loads {align // 4} floats at a time. Pass an aligned copy (e.g. cupy.ascontiguousarray)")
-        grid, block = self.spec.launch(self.params, p, self.resident)
+        grid, block = self.spec.launch(self.params, p)
         i32, f32 = np.int32, np.float32
         self.function(grid, block,
                       (i32(p.M), i32(p.N), i32(p.K), f32(p.alpha), ops.A, i32(p.lda), ops.B, i32(p.ldb),

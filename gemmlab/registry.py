@@ -136,9 +136,6 @@ class KernelSpec:
     # at a time, in order, each with a caption. `record` measures them at 4096 and profiles
     # their stalls; lessons.steps shows them.
     studies: tuple[tuple[str, dict], ...] = ()
-    # True: the grid is persistent, as many blocks as fit on the GPU at once, and the kernel
-    # hands out the tiles itself (stream-K); False: one block per tile of C.
-    persistent: Callable[[Params], bool] = field(default=lambda p: False)
 
     @property
     def path(self) -> Path:
@@ -202,16 +199,8 @@ class KernelSpec:
             if not rule.holds(params, problem):
                 raise UnsupportedShape(self.name, rule.name, rule.message(params, problem))
 
-    def launch(self, params: Params, problem: Problem,
-               resident: int | None = None) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        """(grid, block) for a problem: one block per tile of C, or for a persistent kernel the
-        `resident` blocks the GPU holds at once (SMs x blocks per SM): all of them must run
-        together, since blocks wait for each other's pieces of split tiles."""
-        if self.persistent(params):
-            if not resident or resident < 1:
-                raise ValueError(f"{self.name} is persistent: its grid is the number of blocks the GPU holds at "
-                                 f"once; pass resident=SMs x blocks per SM")
-            return (resident, 1, 1), (self.threads(params), 1, 1)
+    def launch(self, params: Params, problem: Problem) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """(grid, block) for a problem: one block per tile of C."""
         rows, cols = self.tile(params)
         grid = (-(-problem.N // cols), -(-problem.M // rows), 1)
         if grid[1] > 65535:
@@ -530,11 +519,8 @@ def _final() -> KernelSpec:
             Param("MINB", (1, 2), 1, "blocks per SM promised to the compiler (__launch_bounds__): caps registers",
                   slider=(1,)),
             *_snake_interior_params(),
-            Param("STREAMK", (0, 1), 1, "1: persistent blocks; the tiles of a last partial wave are split along K "
-                  "so every SM gets the same work (stream-K); 0: one block per tile", slider=(1,)),
         ),
         threads=threads, tile=lambda p: (p["BM"], p["BN"]),
-        persistent=lambda p: bool(p["STREAMK"]),
         rules=(
             *_warp_grid_rules(threads),
             _accumulator_rule(),
@@ -555,7 +541,6 @@ def _final() -> KernelSpec:
         ),
         owner=owner,
         dynamic_smem=smem,
-        static_smem=lambda p: 64,    # the block's work plan (kernels/10_final.cu, struct Plan)
         studies=_snake_interior_studies({}),
     )
 

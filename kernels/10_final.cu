@@ -20,11 +20,6 @@
 //     edge blocks). Here the interior blocks' copies come from two pointers that advance one
 //     tile at a time: some hundred instructions of address and predicate arithmetic per tile
 //     fewer, in a loop whose speed is the rate at which instructions issue.
-//   * STREAMK: the grid is persistent, one block per SM slot, and the tiles that would form a
-//     last, partial wave are split along K so that every block gets the same number of k-steps
-//     (stream-K). 4096 x 4096 makes 512 tiles of 128 x 256 for 132 SMs: 3.88 waves, so a quarter of
-//     the time 16 SMs would sit idle. A block that computes the start of a split tile's K range
-//     adds the other pieces, which their blocks left in a workspace, before it writes C.
 //   * Every M, N, K and every leading dimension: edges are zero-filled by the copy itself (the
 //     source size of cp.async), and when B's rows are not 16-byte aligned its copies are made 4
 //     bytes at a time (decided per block: the main loop is compiled for both cases; with INTERIOR
@@ -67,9 +62,6 @@
 #ifndef INTERIOR
 #define INTERIOR 1
 #endif
-#ifndef STREAMK
-#define STREAMK 1
-#endif
 #define THREADS ((BM / WM) * (BN / WN) * 32)
 #define WMITER (WM / 16)          // a sub-tile is 16 rows: 4 lane rows x 4
 #define WNITER (WN / 32)          // and 32 columns: 8 lane columns x 4
@@ -81,8 +73,6 @@
 #define A_FLOATS (BM * BK / THREADS)
 #define B_CHUNKS (BK * BN / 4 / THREADS)
 static_assert(THREADS % BK == 0 && THREADS % (BN / 4) == 0, "a thread's copies sit a whole number of rows apart");
-#define SK_SLOTS 296               // blocks a stream-K grid may have (2 per SM up to 148 SMs); more wait out
-#define SK_MIN_STEPS 8            // a piece of a split tile is at least this many K tiles (when there is work)
 #define PRAGMA(x) _Pragma(#x)
 #define UNROLL_BY(n) PRAGMA(unroll n)
 
@@ -154,16 +144,16 @@ __device__ __forceinline__ void load_inside(float* as, float* bs, const float* a
                        b_src + i * (THREADS / (BN / 4)) * ldb, 16);
 }
 
-// acc += K tiles [kb, ke) of the block's panel of A times its panel of B, through a STAGES-deep
-// pipeline of tiles.
+// acc += the block's panel of A times its panel of B, through a STAGES-deep pipeline of tiles.
 template <bool VEC, bool INSIDE>
 __device__ __forceinline__ void accumulate(float (&acc)[TROWS][TCOLS], float* As, float* Bs,
                                            const float* __restrict__ A, int lda, const float* __restrict__ B,
-                                           int ldb, int M, int N, int K, int row0, int col0, int kb, int ke)
+                                           int ldb, int M, int N, int K, int row0, int col0)
 {
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int wr = warp / (BN / WN), wc = warp % (BN / WN);
     const int lr = lane / 8, lc = lane % 8;
+    const int tiles_k = (K + BK - 1) / BK;
     const float* a_src = A + (size_t)(row0 + tid / BK) * lda + tid % BK;                  // + k0
     const float* b_src = B + (size_t)(tid / (BN / 4)) * ldb + col0 + tid % (BN / 4) * 4;  // + k0 rows
     auto issue = [&](int t, int stage) {       // the copies of tile t into a stage
@@ -176,20 +166,19 @@ __device__ __forceinline__ void accumulate(float (&acc)[TROWS][TCOLS], float* As
     };
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (kb + s < ke) issue(kb + s, s);
+        if (s < tiles_k) issue(s, s);
         commit();                              // an empty group keeps the counting uniform
     }
 
-    for (int t = kb; t < ke; ++t) {
+    for (int t = 0; t < tiles_k; ++t) {
         wait_pending<STAGES - 2>();            // this thread's copies of tile t have landed
         __syncthreads();                       // everyone's have; and nobody still reads tile t-1's stage
         const int next = t + STAGES - 1;       // goes where tile t-1 was
-        if (next < ke) issue(next, (next - kb) % STAGES);
+        if (next < tiles_k) issue(next, next % STAGES);
         commit();
 
-        const int stage = (t - kb) % STAGES;
-        const float* as = As + stage * A_STAGE + wr * WM + lr * 4;
-        const float* bs = Bs + stage * B_STAGE + wc * WN + lc * 4;
+        const float* as = As + t % STAGES * A_STAGE + wr * WM + lr * 4;
+        const float* bs = Bs + t % STAGES * B_STAGE + wc * WN + lc * 4;
         UNROLL_BY(KUNROLL)
         for (int k = 0; k < BK; ++k) {
             float a[TROWS], b[TCOLS];
@@ -215,92 +204,6 @@ __device__ __forceinline__ void accumulate(float (&acc)[TROWS][TCOLS], float* As
     wait_pending<0>();                         // nothing may still be writing shared memory at exit
 }
 
-#if STREAMK
-// The stream-K workspace: a piece of a split tile that does not start its K range leaves its
-// accumulators in its block's slot and raises the block's flag; the block that computes the
-// start of the range waits for the flag, adds the piece and lowers the flag for the next launch.
-// (One workspace per loaded module: launches of one kernel must not overlap.)
-__device__ float4 sk_partial[SK_SLOTS][BM * BN / 4];
-__device__ int sk_flag[SK_SLOTS];
-
-__device__ __forceinline__ void raise_flag(int* flag) { asm volatile("st.release.gpu.global.b32 [%0], 1;" :: "l"(flag) : "memory"); }
-__device__ __forceinline__ int read_flag(const int* flag)
-{
-    int v;
-    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
-    return v;
-}
-#endif
-
-// Tile number -> the tile's first row and column. Grouped order: GROUP tile rows at a time, walked
-// column by column.
-__device__ __forceinline__ void tile_origin(int tile, int tiles_m, int tiles_n, int& row0, int& col0)
-{
-    const int first_m = tile / (GROUP * tiles_n) * GROUP;
-    const int group_rows = min(tiles_m - first_m, GROUP);
-    const int in_group = tile % (GROUP * tiles_n);
-    row0 = (first_m + in_group % group_rows) * BM;
-    col0 = (in_group / group_rows) * BN;
-}
-
-// A block's work: `whole_count` whole tiles, first_tile + i * stride; then, with STREAMK, one
-// run of K tiles through the split tiles: from K tile k0 of split tile t0 to K tile k1 (exclusive,
-// 0 < k1 <= steps) of split tile t1 (t1 < t0: none). Split tile t is C tile `whole + t`. It sits in
-// shared memory and is read through a volatile reference: the main loop needs every register, and
-// this way none of it stays live across it.
-struct Plan {
-    long long sk_steps;                        // K tiles in all the split tiles
-    int sk_blocks;                             // blocks that share them (the first sk_blocks)
-    int tiles_m, tiles_n, steps, whole, whole_count, first_tile, stride, t0, k0, t1, k1;
-    int last_helper;                           // blocks blockIdx.x + 1 .. last_helper hold pieces of tile t1
-};
-
-// Where block b's run through the split tiles starts, counted in K tiles.
-__device__ __forceinline__ long long sk_first(const volatile Plan& plan, int b)
-{
-    return b < plan.sk_blocks ? plan.sk_steps * b / plan.sk_blocks : plan.sk_steps;
-}
-
-__device__ void make_plan(Plan& plan, int M, int N, int K)
-{
-    plan.tiles_n = (N + BN - 1) / BN;
-    plan.tiles_m = (M + BM - 1) / BM;
-    plan.steps = (K + BK - 1) / BK;
-    const int tiles = plan.tiles_m * plan.tiles_n;
-#if STREAMK
-    // Split the partial last wave together with one full wave, so that every block's share of the
-    // split tiles is at least one tile and a tile has pieces from at most two blocks.
-    const int blocks = min(gridDim.x, SK_SLOTS), waves = tiles / blocks, rest = tiles % blocks;
-    const int split = rest == 0 ? 0 : (waves >= 1 ? rest + blocks : tiles);
-    plan.whole = tiles - split;
-    plan.first_tile = blockIdx.x;
-    plan.stride = blocks;
-    plan.whole_count = plan.whole > (int)blockIdx.x ? (plan.whole - blockIdx.x + blocks - 1) / blocks : 0;
-    plan.sk_steps = (long long)split * plan.steps;
-    plan.sk_blocks = (int)min((long long)blocks, max(1LL, plan.sk_steps / SK_MIN_STEPS));
-    const long long begin = sk_first(plan, blockIdx.x), end = sk_first(plan, blockIdx.x + 1);
-    plan.t0 = (int)(begin / plan.steps);
-    plan.k0 = (int)(begin % plan.steps);
-    plan.t1 = end > begin ? (int)((end - 1) / plan.steps) : plan.t0 - 1;
-    plan.k1 = (int)((end - 1) % plan.steps) + 1;
-    // Every block below sk_blocks has at least SK_MIN_STEPS K tiles (or is the only one): the
-    // blocks after this one whose runs start inside tile t1 hold its later pieces.
-    const long long t1_end = (long long)(plan.t1 + 1) * plan.steps;
-    plan.last_helper = blockIdx.x;
-    while (plan.last_helper + 1 < plan.sk_blocks && sk_first(plan, plan.last_helper + 1) < t1_end)
-        ++plan.last_helper;
-#else
-    plan.whole = tiles;
-    plan.first_tile = blockIdx.y * gridDim.x + blockIdx.x;
-    plan.stride = tiles;
-    plan.whole_count = 1;
-    plan.sk_steps = 0;
-    plan.sk_blocks = 0;
-    plan.t0 = 0; plan.k0 = 0; plan.t1 = -1; plan.k1 = 0;
-    plan.last_helper = 0;
-#endif
-}
-
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
       const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc)
@@ -308,111 +211,60 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
     extern __shared__ __align__(16) float smem[];
     float* As = smem;                          // [STAGES][BK][AM], A transposed
     float* Bs = smem + STAGES * A_STAGE;       // [STAGES][BK][BN]
-    __shared__ Plan plan_shared;
-#if STREAMK
-    if (blockIdx.x >= SK_SLOTS) return;        // no workspace slot: the others do the work
-#endif
-    if (threadIdx.x == 0) make_plan(plan_shared, M, N, K);
-    __syncthreads();
-    const volatile Plan& plan = plan_shared;
 
-    for (int piece = 0;; ++piece) {
-        int tile, kb, ke;                      // this piece of work: K tiles [kb, ke) of C tile `tile`
-        if (piece < plan.whole_count) {
-            tile = plan.first_tile + piece * plan.stride;
-            kb = 0;
-            ke = plan.steps;
-        } else {
-            const int t = plan.t0 + piece - plan.whole_count;
-            if (t > plan.t1) break;
-            tile = plan.whole + t;
-            kb = t == plan.t0 ? plan.k0 : 0;
-            ke = t == plan.t1 ? plan.k1 : plan.steps;
-        }
-        int row0, col0;
-        tile_origin(tile, plan.tiles_m, plan.tiles_n, row0, col0);
-        __syncthreads();                       // the previous piece's warps are done with the stages
+    // Grouped block order: GROUP tile rows at a time, walked column by column.
+    const int tiles_n = gridDim.x, tiles_m = gridDim.y;
+    const int bid = blockIdx.y * tiles_n + blockIdx.x;
+    const int first_m = bid / (GROUP * tiles_n) * GROUP;
+    const int group_rows = min(tiles_m - first_m, GROUP);
+    const int in_group = bid % (GROUP * tiles_n);
+    const int row0 = (first_m + in_group % group_rows) * BM;
+    const int col0 = (in_group / group_rows) * BN;
 
-        float acc[TROWS][TCOLS];
+    float acc[TROWS][TCOLS];
 #pragma unroll
-        for (int i = 0; i < TROWS; ++i)
+    for (int i = 0; i < TROWS; ++i)
 #pragma unroll
-            for (int j = 0; j < TCOLS; ++j) acc[i][j] = 0.0f;
+        for (int j = 0; j < TCOLS; ++j) acc[i][j] = 0.0f;
 
-        // 16-byte copies of B need each of its rows to start 16-byte aligned. With INTERIOR, only
-        // blocks whose every tile lies inside the matrices (K a multiple of BK) take them, unchecked;
-        // every other block takes the fully checked 4-byte path. Each extra copy of the main loop
-        // costs registers and instruction cache: with a third one (aligned edge blocks) ptxas spills
-        // on sm_80, and keeping the checked path inside the interior loop for a last partial K tile
-        // cost 2% at 4096 on the H100.
-        const bool b_aligned = ldb % 4 == 0 && reinterpret_cast<size_t>(B) % 16 == 0;
-        const bool inside = b_aligned && row0 + BM <= M && col0 + BN <= N && K % BK == 0
-                            && lda < (1 << 23) && ldb < (1 << 23);
-        if (INTERIOR ? inside : b_aligned)
-            accumulate<true, INTERIOR>(acc, As, Bs, A, lda, B, ldb, M, N, K, row0, col0, kb, ke);
-        else
-            accumulate<false, false>(acc, As, Bs, A, lda, B, ldb, M, N, K, row0, col0, kb, ke);
+    // 16-byte copies of B need each of its rows to start 16-byte aligned. With INTERIOR, only
+    // blocks whose every tile lies inside the matrices (K a multiple of BK) take them, unchecked;
+    // every other block takes the fully checked 4-byte path. Each extra copy of the main loop
+    // costs registers and instruction cache: with a third one (aligned edge blocks) ptxas spills
+    // on sm_80, and keeping the checked path inside the interior loop for a last partial K tile
+    // cost 2% at 4096 on the H100.
+    const bool b_aligned = ldb % 4 == 0 && reinterpret_cast<size_t>(B) % 16 == 0;
+    const bool inside = b_aligned && row0 + BM <= M && col0 + BN <= N && K % BK == 0
+                        && lda < (1 << 23) && ldb < (1 << 23);
+    if (INTERIOR ? inside : b_aligned)
+        accumulate<true, INTERIOR>(acc, As, Bs, A, lda, B, ldb, M, N, K, row0, col0);
+    else
+        accumulate<false, false>(acc, As, Bs, A, lda, B, ldb, M, N, K, row0, col0);
 
-#if STREAMK
-        // A thread keeps its accumulators in the workspace as float4s, THREADS apart: coalesced.
-        if (kb != 0) {                         // a later piece of a split tile: leave it, raise the flag
-            float4* slot = sk_partial[blockIdx.x] + threadIdx.x;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wr = warp / (BN / WN), wc = warp % (BN / WN);
+    const int lr = lane / 8, lc = lane % 8;
+    const bool c_aligned = ldc % 4 == 0 && reinterpret_cast<size_t>(C) % 16 == 0;
 #pragma unroll
-            for (int i = 0; i < TROWS; ++i)
+    for (int i = 0; i < TROWS; ++i) {
+        const int r = row0 + wr * WM + (i / 4) * 16 + lr * 4 + i % 4;
+        if (r >= M) continue;
 #pragma unroll
-                for (int q = 0; q < TCOLS / 4; ++q)
-                    __stcg(slot + (i * TCOLS / 4 + q) * THREADS,
-                           make_float4(acc[i][q * 4], acc[i][q * 4 + 1], acc[i][q * 4 + 2], acc[i][q * 4 + 3]));
-            __threadfence();
-            __syncthreads();
-            if (threadIdx.x == 0) raise_flag(&sk_flag[blockIdx.x]);
-            continue;
-        }
-        if (ke != plan.steps) {                // the first piece: add the later ones, then write C
-            for (int b = blockIdx.x + 1; b <= plan.last_helper; ++b) {
-                if (threadIdx.x == 0) {
-                    while (read_flag(&sk_flag[b]) == 0) {}
-                    sk_flag[b] = 0;
+        for (int wn = 0; wn < WNITER; ++wn) {
+            const int c = col0 + wc * WN + wn * 32 + lc * 4;
+            float* p = C + (size_t)r * ldc + c;
+            const float* v = &acc[i][wn * 4];
+            if (c_aligned && c + 3 < N) {
+                float4 out = make_float4(alpha * v[0], alpha * v[1], alpha * v[2], alpha * v[3]);
+                if (beta != 0.0f) {
+                    const float4 old = *reinterpret_cast<const float4*>(p);
+                    out.x += beta * old.x; out.y += beta * old.y; out.z += beta * old.z; out.w += beta * old.w;
                 }
-                __syncthreads();
-                const float4* slot = sk_partial[b] + threadIdx.x;
+                *reinterpret_cast<float4*>(p) = out;
+            } else {
 #pragma unroll
-                for (int i = 0; i < TROWS; ++i)
-#pragma unroll
-                    for (int q = 0; q < TCOLS / 4; ++q) {
-                        const float4 v = __ldcg(slot + (i * TCOLS / 4 + q) * THREADS);
-                        acc[i][q * 4] += v.x; acc[i][q * 4 + 1] += v.y; acc[i][q * 4 + 2] += v.z; acc[i][q * 4 + 3] += v.w;
-                    }
-            }
-        }
-#endif
-
-        tile_origin(tile, plan.tiles_m, plan.tiles_n, row0, col0);   // again: cheaper than a register
-        const bool c_aligned = ldc % 4 == 0 && reinterpret_cast<size_t>(C) % 16 == 0;
-        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-        const int wr = warp / (BN / WN), wc = warp % (BN / WN);
-        const int lr = lane / 8, lc = lane % 8;
-#pragma unroll
-        for (int i = 0; i < TROWS; ++i) {
-            const int r = row0 + wr * WM + (i / 4) * 16 + lr * 4 + i % 4;
-            if (r >= M) continue;
-#pragma unroll
-            for (int wn = 0; wn < WNITER; ++wn) {
-                const int c = col0 + wc * WN + wn * 32 + lc * 4;
-                float* p = C + (size_t)r * ldc + c;
-                const float* v = &acc[i][wn * 4];
-                if (c_aligned && c + 3 < N) {
-                    float4 out = make_float4(alpha * v[0], alpha * v[1], alpha * v[2], alpha * v[3]);
-                    if (beta != 0.0f) {
-                        const float4 old = *reinterpret_cast<const float4*>(p);
-                        out.x += beta * old.x; out.y += beta * old.y; out.z += beta * old.z; out.w += beta * old.w;
-                    }
-                    *reinterpret_cast<float4*>(p) = out;
-                } else {
-#pragma unroll
-                    for (int q = 0; q < 4; ++q)
-                        if (c + q < N) p[q] = beta == 0.0f ? alpha * v[q] : alpha * v[q] + beta * p[q];
-                }
+                for (int q = 0; q < 4; ++q)
+                    if (c + q < N) p[q] = beta == 0.0f ? alpha * v[q] : alpha * v[q] + beta * p[q];
             }
         }
     }

@@ -107,15 +107,3 @@ def test_chapter_steps_are_legal_and_end_at_the_defaults_of_what_they_switch(nam
     assert len({tuple(sorted(f.items())) for f in fulls}) == len(fulls), "each step differs"
     switched = {k for _, cfg in spec.studies for k in cfg if len({c.get(k) for _, c in spec.studies}) > 1}
     assert switched and all(fulls[-1][k] == spec.defaults[k] for k in switched)
-
-
-def test_persistent_launch_fills_the_gpu_once():
-    """A stream-K kernel's grid is the blocks the GPU holds at once, whatever the problem."""
-    spec = registry.get("10")
-    params = spec.resolve({"STREAMK": 1})
-    assert spec.launch(params, Problem(4096, 4096, 4096), resident=132) == ((132, 1, 1), (256, 1, 1))
-    assert spec.launch(params, Problem(1, 1, 1), resident=132)[0] == (132, 1, 1)
-    with pytest.raises(ValueError, match="persistent"):
-        spec.launch(params, Problem(64, 64, 64))
-    # one block per tile without it
-    assert spec.launch(spec.resolve({"STREAMK": 0}), Problem(4096, 4096, 4096))[0] == (16, 32, 1)
