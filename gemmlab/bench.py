@@ -145,6 +145,8 @@ class Kernel:
         if dyn > 48 * 1024:
             self.function.max_dynamic_shared_size_bytes = dyn
         self.dynamic_smem = dyn
+        # Blocks the GPU runs at once: where a kernel that splits tiles plans its last wave.
+        self.slots = device.facts().sm_count * self.build.occupancy.blocks_per_sm
 
     def __call__(self, ops: Operands) -> None:
         p = ops.problem
@@ -156,7 +158,7 @@ class Kernel:
                     self.spec.name, "pointer-alignment",
                     f"{name} starts at an address that is not a multiple of {align} bytes; this kernel "
                     f"loads {align // 4} floats at a time. Pass an aligned copy (e.g. cupy.ascontiguousarray)")
-        grid, block = self.spec.launch(self.params, p)
+        grid, block = self.spec.launch(self.params, p, self.slots)
         i32, f32 = np.int32, np.float32
         self.function(grid, block,
                       (i32(p.M), i32(p.N), i32(p.K), f32(p.alpha), ops.A, i32(p.lda), ops.B, i32(p.ldb),

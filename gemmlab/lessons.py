@@ -494,20 +494,73 @@ def tuning(name: str, size: int = 4096) -> None:
     plots.tuning(spec, rows, label)
 
 
-def measure_final(params: dict) -> list[dict]:
-    """Chapter 10's table: the final kernel (at `params`) against cuBLAS at each FINAL_SHAPES,
-    FINAL_REPS timed runs of each, interleaved, L2 flushed before every run, validated first."""
+def search_final(progress: bool = True) -> list[dict]:
+    """At each FINAL_SHAPES, every FINAL_CANDIDATES configuration of 10, validated and then timed
+    against cuBLAS: what chapter 10's table picks its configuration per shape from."""
     from tqdm.auto import tqdm
-    return [bench.bench("10_final", params, shape, reps=registry.FINAL_REPS).as_row()
+    jobs = [(shape, cfg) for shape in registry.FINAL_SHAPES for cfg in registry.FINAL_CANDIDATES]
+    return [bench.bench("10_final", cfg, shape, budget_s=0.25).as_row()
+            for shape, cfg in tqdm(jobs, desc="10_final: a configuration per shape", disable=not progress)]
+
+
+def final_params(search: list[dict], shape) -> dict:
+    """The fastest configuration of a final search at one shape."""
+    rows = [r for r in search if (r["M"], r["N"], r["K"]) == tuple(shape)]
+    if not rows:
+        raise records.NotRecorded(f"no configuration of 10_final was searched at {'x'.join(map(str, shape))}")
+    return max(rows, key=lambda r: r["gflops"])["params"]
+
+
+def measure_final(params_at) -> list[dict]:
+    """Chapter 10's table: the final kernel against cuBLAS at each FINAL_SHAPES, at the configuration
+    `params_at(shape)` gives, FINAL_REPS timed runs of each, interleaved, L2 flushed before every
+    run, validated first."""
+    from tqdm.auto import tqdm
+    return [bench.bench("10_final", params_at(shape), shape, reps=registry.FINAL_REPS).as_row()
             for shape in tqdm(registry.FINAL_SHAPES, desc="10_final against cuBLAS")]
 
 
+def _changes(spec, params: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items() if v != spec.defaults[k]) or "the defaults"
+
+
+def final_search() -> None:
+    """The recorded search behind chapter 10's table: every candidate configuration at every shape,
+    as a share of cuBLAS in the same run, the one each shape uses circled."""
+    rec = records.latest()
+    search = rec.data.get("final_search")
+    if not search:
+        print(f"no final search in the record ({rec.label}); `python -m gemmlab record --final` on a GPU")
+        return
+    spec = registry.get("10_final")
+    shapes = [tuple(s) for s in registry.FINAL_SHAPES]
+    rows = []
+    for cfg in registry.FINAL_CANDIDATES:
+        full = spec.resolve(cfg)
+        cells = {(r["M"], r["N"], r["K"]): r for r in search if r["params"] == full}
+        rows.append([_changes(spec, full)] + [f"{cells[s]['ratio']:.3f}" if s in cells else "-" for s in shapes])
+    for s in shapes:
+        best = final_params(search, s)
+        col = shapes.index(s) + 1
+        row = next(r for r, cfg in zip(rows, registry.FINAL_CANDIDATES) if spec.resolve(cfg) == best)
+        row[col] = f"**{row[col]}**"
+    _show_markdown(_table(["configuration (changes from the defaults)"] + ["x".join(map(str, s)) for s in shapes], rows)
+                   + f"\n\nShare of cuBLAS timed in the same run; bold: the fastest at each shape, which the table "
+                   f"below re-measures. *{rec.label}*")
+    plots.final_search(spec, search, shapes, rec.label)
+
+
 def final_table() -> None:
-    """The final kernel against cuBLAS over the chapter's shapes: live on a GPU (the best
-    configuration the record found at 4096), else the recorded run."""
+    """The final kernel against cuBLAS over the chapter's shapes, each at its own configuration:
+    live on a GPU (what `tune` found on this GPU for the shape's size class, else the record's final
+    search), else the recorded run."""
+    from . import tune
     rec = records.latest()
     if device.available():
-        rows = measure_final(records.best_params(rec.data["results"], "10_final"))
+        def params_at(shape):
+            found = tune.best_params(device.facts().name, "10_final", shape)
+            return found if found is not None else final_params(rec.data.get("final_search", []), shape)
+        rows = measure_final(params_at)
         label = _source_label()
     elif "final" in rec.data:
         rows, label = rec.data["final"], rec.label
@@ -516,13 +569,13 @@ def final_table() -> None:
               f"`python -m gemmlab record --final` on a GPU")
         return
     spec = registry.get("10_final")
-    table = [["x".join(map(str, (r["M"], r["N"], r["K"]))), f"{r['gflops'] / 1e3:.2f}", f"{r['spread']:.1%}",
-              f"{r['cublas_gflops'] / 1e3:.2f}", f"{r['cublas_spread']:.1%}", f"{r['ratio']:.3f}", r["reps"],
-              f"{r['rel_err']:.1e}"] for r in rows]
-    _show_markdown(_table(["M x N x K", "10 final TFLOP/s", "spread", "cuBLAS TFLOP/s", "spread",
-                           "final / cuBLAS", "timed runs each", "relative error"], table)
-                   + f"\n\nconfiguration {spec.config_label(rows[0]['params'])}; medians of interleaved runs, L2 "
-                   f"flushed before each; spread = interquartile range / median. *{label}*")
+    table = [["x".join(map(str, (r["M"], r["N"], r["K"]))), _changes(spec, r["params"]), f"{r['gflops'] / 1e3:.2f}",
+              f"{r['spread']:.1%}", f"{r['cublas_gflops'] / 1e3:.2f}", f"{r['cublas_spread']:.1%}", f"{r['ratio']:.3f}",
+              r["reps"], f"{r['rel_err']:.1e}"] for r in rows]
+    _show_markdown(_table(["M x N x K", "configuration (changes from the defaults)", "10 final TFLOP/s", "spread",
+                           "cuBLAS TFLOP/s", "spread", "final / cuBLAS", "timed runs each", "relative error"], table)
+                   + f"\n\ndefaults: {spec.config_label(spec.defaults)}; medians of interleaved runs, L2 flushed "
+                   f"before each; spread = interquartile range / median. *{label}*")
     plots.versus(rows, label)
 
 

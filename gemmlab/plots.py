@@ -186,6 +186,32 @@ def tuning(spec, rows, label: str):
     _finish(fig, label)
 
 
+def final_search(spec, search, shapes, label: str):
+    """Every candidate configuration at every shape as a share of cuBLAS, the fastest circled."""
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    configs = []
+    for r in search:
+        if r["params"] not in configs:
+            configs.append(r["params"])
+    for i, shape in enumerate(shapes):
+        rows = [r for r in search if (r["M"], r["N"], r["K"]) == shape]
+        for r in rows:
+            j = configs.index(r["params"])
+            ax.scatter(i + (j - (len(configs) - 1) / 2) * 0.06, r["ratio"], s=14, color=f"C{j % 10}",
+                       marker="o" if r["params"]["SPLIT"] == 1 else "^",
+                       label=" ".join(f"{k}={v}" for k, v in r["params"].items() if v != spec.defaults[k])
+                       if i == 0 else None)
+        best = max(rows, key=lambda r: r["gflops"])
+        ax.scatter(i + (configs.index(best["params"]) - (len(configs) - 1) / 2) * 0.06, best["ratio"], s=90,
+                   facecolors="none", edgecolors="k")
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xticks(range(len(shapes)), ["x".join(map(str, s)) for s in shapes], rotation=20, fontsize=8)
+    ax.set_ylabel("share of cuBLAS (same run)")
+    ax.legend(fontsize=6, ncol=2, bbox_to_anchor=(1.01, 1), loc="upper left", title="triangles: SPLIT", title_fontsize=7)
+    ax.grid(alpha=0.2, axis="y")
+    _finish(fig, label)
+
+
 def versus(rows, label: str):
     """A kernel against cuBLAS shape by shape: TFLOP/s side by side (with interquartile bars)
     and the ratio."""

@@ -208,7 +208,7 @@ def record(kernels: list[str] | None = None, sizes=registry.EXPLORER_SIZES, out_
     raises on a wrong answer, and a failing configuration aborts the record).
     With nothing asked for: everything. With kernels: only their results (and counters) are
     replaced in this GPU's existing record; `ladder` re-measures chapter 09's ladder, `final`
-    chapter 10's table and the stall profiles, both from the results now in the record."""
+    chapter 10's search of a configuration per shape, its table and the stall profiles, both from the results now in the record."""
     from tqdm.auto import tqdm
     from . import bench, device, lessons
 
@@ -237,7 +237,8 @@ def record(kernels: list[str] | None = None, sizes=registry.EXPLORER_SIZES, out_
     if everything or ladder:
         data["ladder"] = lessons.measure_ladder(data["results"])
     if everything or final:
-        data["final"] = lessons.measure_final(best_params(data["results"], "10_final"))
+        data["final_search"] = lessons.search_final(progress)
+        data["final"] = lessons.measure_final(lambda shape: lessons.final_params(data["final_search"], shape))
         runs = [(n, best_params(data["results"], n)) for n in ("08_warp_tiling", "10_final")]
         runs += [(n, full) for n in ("08_warp_tiling", "10_final") for full in study_configs(n)
                  if (n, full) not in runs]

@@ -31,6 +31,15 @@ LADDER_SHAPES = ((256, 256, 256), (512, 512, 512),
 FINAL_SHAPES = ((4096, 4096, 4096), (2048, 2048, 2048), (6144, 6144, 6144), (8192, 8192, 8192),
                 (4096, 4096, 1024), (8192, 1024, 4096))
 FINAL_REPS = 30
+# What chapter 10's table tries at each of FINAL_SHAPES before timing the fastest there FINAL_REPS
+# times: a configuration per shape, as a tuned library picks one. Overrides on 10's defaults: 128 x 256
+# tiles, one block per SM, with SPLIT off and on; and 128 x 128 tiles of 4 warps, two blocks per SM
+# (search 8 in docs/final-kernel-search.md); 3 or 4 stages each.
+FINAL_CANDIDATES = tuple(
+    {**tiles, "STAGES": stages, "KUNROLL": 16, "GROUP": 1, "SPLIT": split}
+    for tiles, splits in (({"BM": 128, "BN": 256, "WM": 64, "WN": 64, "MINB": 1}, (1, 3, 4, 5, 9)),
+                          ({"BM": 128, "BN": 128, "WM": 32, "WN": 64, "MINB": 2}, (1,)))
+    for stages in (3, 4) for split in splits)
 # The sizes chapter 00 sweeps cuBLAS over.
 CUBLAS_SIZES = (256, 512, 1024, 2048, 4096, 6144, 8192)
 
@@ -136,6 +145,9 @@ class KernelSpec:
     # at a time, in order, each with a caption. `record` measures them at 4096 and profiles
     # their stalls; lessons.steps shows them.
     studies: tuple[tuple[str, dict], ...] = ()
+    # Pieces along K that the tiles of a last partial wave may be split into (the SPLIT tunable of
+    # 10); 1: one block per tile, always.
+    split: Callable[[Params], int] = field(default=lambda p: 1)
 
     @property
     def path(self) -> Path:
@@ -171,9 +183,12 @@ class KernelSpec:
             return False
 
     def legal_configs(self) -> list[dict[str, int]]:
-        names = [p.name for p in self.params]
-        combos = (dict(zip(names, values)) for values in itertools.product(*(p.values for p in self.params)))
-        return [c for c in combos if self.is_legal(c)]
+        key = (self.name, self.params)         # the rules come with the name
+        if key not in _LEGAL:
+            names = [p.name for p in self.params]
+            combos = (dict(zip(names, values)) for values in itertools.product(*(p.values for p in self.params)))
+            _LEGAL[key] = tuple(c for c in combos if self.is_legal(c))
+        return [dict(c) for c in _LEGAL[key]]
 
     def explorer_configs(self) -> list[dict[str, int]]:
         """The legal configurations the sliders offer: what `record` measures and `sweep` walks."""
@@ -199,17 +214,56 @@ class KernelSpec:
             if not rule.holds(params, problem):
                 raise UnsupportedShape(self.name, rule.name, rule.message(params, problem))
 
-    def launch(self, params: Params, problem: Problem) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        """(grid, block) for a problem: one block per tile of C."""
+    def launch(self, params: Params, problem: Problem,
+               slots: int | None = None) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """(grid, block) for a problem: one block per tile of C. For a kernel that splits tiles
+        (SPLIT > 1), given `slots` (blocks the GPU runs at once: SMs x blocks per SM): a 1-D grid,
+        the whole tiles first, then SPLIT pieces of each of the last `split_tiles` tiles."""
         rows, cols = self.tile(params)
-        grid = (-(-problem.N // cols), -(-problem.M // rows), 1)
-        if grid[1] > 65535:
+        tiles_n, tiles_m = -(-problem.N // cols), -(-problem.M // rows)
+        block = (self.threads(params), 1, 1)
+        pieces = self.split(params)
+        if pieces > 1:
+            tiles = tiles_n * tiles_m
+            split = split_tiles(tiles, -(-problem.K // params["BK"]), slots, pieces) if slots else 0
+            blocks = tiles + split * (pieces - 1)
+            if blocks > 2**31 - 1:
+                raise UnsupportedShape(self.name, "grid-x-limit",
+                                       f"{problem.M} x {problem.N} needs {blocks} blocks, CUDA allows 2^31 - 1")
+            return (blocks, 1, 1), block
+        if tiles_m > 65535:
             raise UnsupportedShape(self.name, "grid-y-limit",
-                                   f"M={problem.M} needs {grid[1]} block rows, CUDA allows 65535")
-        return grid, (self.threads(params), 1, 1)
+                                   f"M={problem.M} needs {tiles_m} block rows, CUDA allows 65535")
+        return (tiles_n, tiles_m, 1), block
 
     def config_label(self, params: Params) -> str:
         return " ".join(f"{k}={v}" for k, v in params.items())
+
+
+# Legal configurations, worked out once per spec (10 has over 100,000 combinations to check).
+_LEGAL: dict[tuple, tuple[dict[str, int], ...]] = {}
+
+SPLIT_FLAGS = 4096   # kernels/10_final.cu: the most tiles one launch may split (one flag each)
+
+
+def split_tiles(tiles: int, tiles_k: int, slots: int, pieces: int) -> int:
+    """How many of the last tiles to split into `pieces` runs along K (0: none), so that the
+    last wave keeps every one of `slots` block slots busy.
+
+    Tiles run in waves of `slots`. The candidates are the tiles of the last partial wave, and those
+    plus one full wave. A piece costs 1/pieces of a tile's time plus about two K tiles' worth
+    (filling the pipeline, and adding into C); the choice is the one with the shortest estimate,
+    and splitting must save at least 1% of a tile's time."""
+    if pieces < 2 or tiles_k < pieces or slots < 1:
+        return 0
+    best, best_time = 0, float(-(-tiles // slots))
+    for split in (tiles % slots, tiles % slots + slots):
+        if not 0 < split <= min(tiles, SPLIT_FLAGS):
+            continue
+        time = (tiles - split) / slots + -(-split * pieces // slots) * (1 / pieces + 2 / tiles_k)
+        if time < best_time - 0.01:
+            best, best_time = split, time
+    return best
 
 
 # --- rules shared by several kernels -------------------------------------------------------
@@ -519,8 +573,11 @@ def _final() -> KernelSpec:
             Param("MINB", (1, 2), 1, "blocks per SM promised to the compiler (__launch_bounds__): caps registers",
                   slider=(1,)),
             *_snake_interior_params(),
+            Param("SPLIT", (1, 2, 3, 4, 5, 7, 9, 12, 16), 1,
+                  "pieces along K that each tile of a last partial wave is cut into, one block each, so "
+                  "that no SM idles at the end (1: never)", slider=(1,)),
         ),
-        threads=threads, tile=lambda p: (p["BM"], p["BN"]),
+        threads=threads, tile=lambda p: (p["BM"], p["BN"]), split=lambda p: p["SPLIT"],
         rules=(
             *_warp_grid_rules(threads),
             _accumulator_rule(),

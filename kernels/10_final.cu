@@ -20,6 +20,18 @@
 //     edge blocks). Here the interior blocks' copies come from two pointers that advance one
 //     tile at a time: some hundred instructions of address and predicate arithmetic per tile
 //     fewer, in a loop whose speed is the rate at which instructions issue.
+//   * SPLIT (wave quantization): tiles run in waves, one block per SM slot, and a last partial
+//     wave leaves SMs idle: at 6144 x 6144 the 1,152 tiles of 128 x 256 make 8.73 waves on 132 SMs.
+//     With SPLIT > 1 the launcher may hand out the last R tiles as SPLIT pieces each, every piece a
+//     block of its own computing 1/SPLIT of the tile's K range: a 1-D grid of the (tiles - R)
+//     whole tiles, then R x SPLIT pieces. The pieces of a tile add into C in turn, piece p waiting
+//     for a flag raised by piece p-1. That relies on blocks starting in grid order (p-1 has started
+//     when p waits), as CUTLASS's serial split-K does; and the flags belong to the module, so two
+//     launches of one compiled kernel must not run at once. Each block still runs one main loop,
+//     unchanged: a loop around it (stream-K's persistent blocks) cost 3% on the H100, because ptxas
+//     then computes the copy addresses per thread. On the H100 this took 6144^3 from 0.99 to 1.01 of
+//     cuBLAS and 8192^3 from 0.995 to 1.017; at 4096^3, whose pieces would be 28 K tiles long, the
+//     pieces' own costs (filling the pipeline, reading and writing C) ate the gain.
 //   * Every M, N, K and every leading dimension: edges are zero-filled by the copy itself (the
 //     source size of cp.async), and when B's rows are not 16-byte aligned its copies are made 4
 //     bytes at a time (decided per block: the main loop is compiled for both cases; with INTERIOR
@@ -62,6 +74,10 @@
 #ifndef INTERIOR
 #define INTERIOR 1
 #endif
+#ifndef SPLIT
+#define SPLIT 1
+#endif
+#define SPLIT_FLAGS 4096          // most tiles one launch may split (gemmlab/registry.py agrees)
 #define THREADS ((BM / WM) * (BN / WN) * 32)
 #define WMITER (WM / 16)          // a sub-tile is 16 rows: 4 lane rows x 4
 #define WNITER (WN / 32)          // and 32 columns: 8 lane columns x 4
@@ -204,6 +220,34 @@ __device__ __forceinline__ void accumulate(float (&acc)[TROWS][TCOLS], float* As
     wait_pending<0>();                         // nothing may still be writing shared memory at exit
 }
 
+#if SPLIT > 1
+// Per split tile: how many of its pieces have added into C (reset to 0 by the last piece).
+__device__ unsigned split_flags[SPLIT_FLAGS];
+
+// This block's work: a whole tile, or piece `piece` of split tile `flag` (tile `bid`). The grid
+// is the (tiles - R) whole tiles, then piece 0 of the R split tiles, piece 1, ... so that the
+// pieces of a tile start in order, R blocks apart. It is worked out twice, before the main loop
+// and after it: read through volatile asm, none of it is kept in registers during the loop
+// (kept, it cost the FFMAs registers: at MINB=2, 563 of 1,024 had two reads in one bank, not 115).
+struct Work { int bid, piece, flag; bool split; };
+
+__device__ __forceinline__ Work work_of(int M, int N)
+{
+    unsigned block, blocks;
+    asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(block));
+    asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(blocks));
+    const int tiles = ((N + BN - 1) / BN) * ((M + BM - 1) / BM);
+    const int split_tiles = ((int)blocks - tiles) / (SPLIT - 1);      // the launcher's R
+    const int whole = tiles - split_tiles;
+    Work w;
+    w.split = (int)block >= whole;
+    w.piece = w.split ? ((int)block - whole) / split_tiles : 0;
+    w.flag = w.split ? ((int)block - whole) % split_tiles : 0;
+    w.bid = w.split ? whole + w.flag : (int)block;
+    return w;
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
       const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc)
@@ -212,9 +256,24 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
     float* As = smem;                          // [STAGES][BK][AM], A transposed
     float* Bs = smem + STAGES * A_STAGE;       // [STAGES][BK][BN]
 
-    // Grouped block order: GROUP tile rows at a time, walked column by column.
+    // Which tile, and which part of its K range. Grouped block order: GROUP tile rows at a time,
+    // walked column by column.
+#if SPLIT > 1
+    const int tiles_n = (N + BN - 1) / BN, tiles_m = (M + BM - 1) / BM;
+    const Work work = work_of(M, N);
+    const int bid = work.bid;
+    const int tiles_k = (K + BK - 1) / BK;
+    const int t0 = work.piece * tiles_k / SPLIT, t1 = work.split ? (work.piece + 1) * tiles_k / SPLIT : tiles_k;
+    const float* a_run = A + t0 * BK;                      // this block's run of K
+    const float* b_run = B + (size_t)t0 * BK * ldb;
+    const int k_run = min(K, t1 * BK) - t0 * BK;
+#else
     const int tiles_n = gridDim.x, tiles_m = gridDim.y;
     const int bid = blockIdx.y * tiles_n + blockIdx.x;
+    const float* a_run = A;
+    const float* b_run = B;
+    const int k_run = K;
+#endif
     const int first_m = bid / (GROUP * tiles_n) * GROUP;
     const int group_rows = min(tiles_m - first_m, GROUP);
     const int in_group = bid % (GROUP * tiles_n);
@@ -237,9 +296,25 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
     const bool inside = b_aligned && row0 + BM <= M && col0 + BN <= N && K % BK == 0
                         && lda < (1 << 23) && ldb < (1 << 23);
     if (INTERIOR ? inside : b_aligned)
-        accumulate<true, INTERIOR>(acc, As, Bs, A, lda, B, ldb, M, N, K, row0, col0);
+        accumulate<true, INTERIOR>(acc, As, Bs, a_run, lda, b_run, ldb, M, N, k_run, row0, col0);
     else
-        accumulate<false, false>(acc, As, Bs, A, lda, B, ldb, M, N, K, row0, col0);
+        accumulate<false, false>(acc, As, Bs, a_run, lda, b_run, ldb, M, N, k_run, row0, col0);
+
+#if SPLIT > 1
+    // A piece after the first adds to what the pieces before it left in C, once they have. (Thread
+    // 0's acquire and the barrier order every thread's reads of C after the earlier piece's writes.)
+    const Work done = work_of(M, N);
+    if (done.piece > 0) {
+        if (threadIdx.x == 0) {
+            unsigned seen;
+            do {
+                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(split_flags + done.flag) : "memory");
+            } while (seen != done.piece);
+        }
+        __syncthreads();
+        beta = 1.0f;
+    }
+#endif
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int wr = warp / (BN / WN), wc = warp % (BN / WN);
@@ -268,4 +343,15 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
             }
         }
     }
+#if SPLIT > 1
+    // The next piece may go on; the last one leaves the flag at 0 for the next launch.
+    if (done.split) {
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            const unsigned next = done.piece + 1 == SPLIT ? 0u : done.piece + 1u;
+            asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(split_flags + done.flag), "r"(next) : "memory");
+        }
+    }
+#endif
 }

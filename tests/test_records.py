@@ -1,7 +1,7 @@
 """Recorded GPU results: present, complete and fresh."""
 import pytest
 
-from gemmlab import records, registry
+from gemmlab import lessons, records, registry
 
 
 def test_a_record_is_shipped():
@@ -57,6 +57,18 @@ def test_final_table_is_interleaved_validated_and_complete(record):
         assert r["kernel"] == "10_final" and r["reps"] >= 20 and r["rel_err"] <= r["tol"]
         assert abs(r["ratio"] - r["gflops"] / r["cublas_gflops"]) < 1e-9
     assert {s["kernel"] for s in record.data["stalls"]} == {"08_warp_tiling", "10_final", "cublas"}
+
+
+@pytest.mark.parametrize("record", records.load_all(), ids=lambda r: r.path.name)
+def test_final_table_uses_the_fastest_configuration_searched_at_each_shape(record):
+    search = record.data["final_search"]
+    spec = registry.get("10_final")
+    wanted = {(tuple(s), tuple(sorted(spec.resolve(c).items())))
+              for s in registry.FINAL_SHAPES for c in registry.FINAL_CANDIDATES}
+    assert {((r["M"], r["N"], r["K"]), tuple(sorted(r["params"].items()))) for r in search} == wanted
+    assert all(r["rel_err"] <= r["tol"] for r in search)
+    for row in record.data["final"]:
+        assert row["params"] == lessons.final_params(search, (row["M"], row["N"], row["K"]))
 
 
 @pytest.mark.parametrize("record", records.load_all(), ids=lambda r: r.path.name)

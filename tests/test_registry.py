@@ -79,6 +79,39 @@ def test_launch_geometry_covers_every_element():
     assert grid == (2, 3, 1) and block == (128, 1, 1)
 
 
+def test_split_plan_fills_the_last_wave_or_leaves_it():
+    """The tiles of a last partial wave are split only where the pieces keep more SMs busy."""
+    # 4096^2 in 128 x 256 tiles on 132 SMs: 512 tiles, 3 whole waves and 116 tiles over
+    assert registry.split_tiles(512, 256, 132, 9) == 116
+    assert registry.split_tiles(512, 256, 132, 4) == 0      # 464 pieces of 1/4: still 4 rounds, no gain
+    assert registry.split_tiles(2048, 512, 132, 5) == 68    # 8192^2
+    assert registry.split_tiles(264, 256, 132, 9) == 0      # whole waves: nothing to balance
+    assert registry.split_tiles(512, 4, 132, 9) == 0        # K shorter than the pieces
+    assert registry.split_tiles(512, 256, 132, 1) == 0
+    assert registry.split_tiles(12, 9, 132, 9) == 12        # a small problem: every tile split along K
+
+
+def test_split_launch_is_whole_tiles_then_pieces():
+    spec = registry.get("10")
+    params = spec.resolve({"SPLIT": 9})
+    grid, block = spec.launch(params, Problem(4096, 4096, 4096), slots=132)
+    assert grid == (512 + 116 * 8, 1, 1) and block == (256, 1, 1)
+    assert spec.launch(params, Problem(4096, 4096, 4096))[0] == (512, 1, 1), "no slots given: nothing split"
+    assert spec.launch(spec.defaults, Problem(4096, 4096, 4096), slots=132)[0] == (16, 32, 1)
+
+
+def test_kernel_and_registry_agree_on_the_split_flags():
+    source = registry.get("10").path.read_text()
+    assert re.search(rf"#define SPLIT_FLAGS {registry.SPLIT_FLAGS}\b", source)
+
+
+def test_final_candidates_are_legal_and_distinct():
+    spec = registry.get("10")
+    full = [spec.resolve(cfg) for cfg in registry.FINAL_CANDIDATES]
+    assert len({tuple(sorted(f.items())) for f in full}) == len(full)
+    assert any(f["SPLIT"] > 1 for f in full) and any(f["SPLIT"] == 1 for f in full)
+
+
 def test_problem_rejects_bad_shapes():
     with pytest.raises(ValueError, match="M must be >= 1"):
         Problem(0, 4, 4)
