@@ -244,6 +244,9 @@ class KernelSpec:
 _LEGAL: dict[tuple, tuple[dict[str, int], ...]] = {}
 
 SPLIT_FLAGS = 4096   # kernels/10_final.cu: the most tiles one launch may split (one flag each)
+# What a piece of a split tile costs beyond its share of K, in K tiles: measured on the H100, where 9
+# pieces of 28 K tiles each made 4096^3 1.2% slower instead of 2.8% faster (docs/final-kernel-search.md).
+PIECE_COST = 5
 
 
 def split_tiles(tiles: int, tiles_k: int, slots: int, pieces: int) -> int:
@@ -251,16 +254,16 @@ def split_tiles(tiles: int, tiles_k: int, slots: int, pieces: int) -> int:
     last wave keeps every one of `slots` block slots busy.
 
     Tiles run in waves of `slots`. The candidates are the tiles of the last partial wave, and those
-    plus one full wave. A piece costs 1/pieces of a tile's time plus about two K tiles' worth
-    (filling the pipeline, and adding into C); the choice is the one with the shortest estimate,
-    and splitting must save at least 1% of a tile's time."""
+    plus one full wave. A piece costs 1/pieces of a tile's time plus PIECE_COST K tiles (filling
+    the pipeline, and adding into C); the choice is the one with the shortest estimate, and
+    splitting must save at least 1% of a tile's time."""
     if pieces < 2 or tiles_k < pieces or slots < 1:
         return 0
     best, best_time = 0, float(-(-tiles // slots))
     for split in (tiles % slots, tiles % slots + slots):
         if not 0 < split <= min(tiles, SPLIT_FLAGS):
             continue
-        time = (tiles - split) / slots + -(-split * pieces // slots) * (1 / pieces + 2 / tiles_k)
+        time = (tiles - split) / slots + -(-split * pieces // slots) * (1 / pieces + PIECE_COST / tiles_k)
         if time < best_time - 0.01:
             best, best_time = split, time
     return best

@@ -81,10 +81,12 @@ def test_launch_geometry_covers_every_element():
 
 def test_split_plan_fills_the_last_wave_or_leaves_it():
     """The tiles of a last partial wave are split only where the pieces keep more SMs busy."""
-    # 4096^2 in 128 x 256 tiles on 132 SMs: 512 tiles, 3 whole waves and 116 tiles over
-    assert registry.split_tiles(512, 256, 132, 9) == 116
+    # 6144^3 in 128 x 256 tiles on 132 SMs: 1,152 tiles, 8 whole waves and 96 tiles over
+    assert registry.split_tiles(1152, 384, 132, 4) == 96
+    assert registry.split_tiles(2048, 512, 132, 3) == 68    # 8192^3
+    # 4096^3: 116 tiles over; 9 pieces of 28 K tiles cost more than the idle SMs (measured)
+    assert registry.split_tiles(512, 256, 132, 9) == 0
     assert registry.split_tiles(512, 256, 132, 4) == 0      # 464 pieces of 1/4: still 4 rounds, no gain
-    assert registry.split_tiles(2048, 512, 132, 5) == 68    # 8192^2
     assert registry.split_tiles(264, 256, 132, 9) == 0      # whole waves: nothing to balance
     assert registry.split_tiles(512, 4, 132, 9) == 0        # K shorter than the pieces
     assert registry.split_tiles(512, 256, 132, 1) == 0
@@ -93,10 +95,10 @@ def test_split_plan_fills_the_last_wave_or_leaves_it():
 
 def test_split_launch_is_whole_tiles_then_pieces():
     spec = registry.get("10")
-    params = spec.resolve({"SPLIT": 9})
-    grid, block = spec.launch(params, Problem(4096, 4096, 4096), slots=132)
-    assert grid == (512 + 116 * 8, 1, 1) and block == (256, 1, 1)
-    assert spec.launch(params, Problem(4096, 4096, 4096))[0] == (512, 1, 1), "no slots given: nothing split"
+    params = spec.resolve({"SPLIT": 4})
+    grid, block = spec.launch(params, Problem(6144, 6144, 6144), slots=132)
+    assert grid == (1152 + 96 * 3, 1, 1) and block == (256, 1, 1)
+    assert spec.launch(params, Problem(6144, 6144, 6144))[0] == (1152, 1, 1), "no slots given: nothing split"
     assert spec.launch(spec.defaults, Problem(4096, 4096, 4096), slots=132)[0] == (16, 32, 1)
 
 
