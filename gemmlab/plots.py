@@ -207,7 +207,7 @@ def final_search(spec, search, shapes, label: str):
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_xticks(range(len(shapes)), ["x".join(map(str, s)) for s in shapes], rotation=20, fontsize=8)
     ax.set_ylabel("share of cuBLAS (same run)")
-    ax.legend(fontsize=6, ncol=2, bbox_to_anchor=(1.01, 1), loc="upper left", title="triangles: SPLIT", title_fontsize=7)
+    ax.legend(fontsize=6, ncol=2, bbox_to_anchor=(1.01, 1), loc="upper left", title="triangles: SPLIT > 1", title_fontsize=7)
     ax.grid(alpha=0.2, axis="y")
     _finish(fig, label)
 

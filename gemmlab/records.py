@@ -207,8 +207,9 @@ def record(kernels: list[str] | None = None, sizes=registry.EXPLORER_SIZES, out_
     """Measure and write a record for this GPU. Every result was validated first (bench.bench
     raises on a wrong answer, and a failing configuration aborts the record).
     With nothing asked for: everything. With kernels: only their results (and counters) are
-    replaced in this GPU's existing record; `ladder` re-measures chapter 09's ladder, `final`
-    chapter 10's search of a configuration per shape, its table and the stall profiles, both from the results now in the record."""
+    replaced in this GPU's existing record; `ladder` re-measures chapter 09's ladder (from the
+    results now in the record), `final` chapter 10's search of a configuration per shape, its
+    table and the stall profiles."""
     from tqdm.auto import tqdm
     from . import bench, device, lessons
 
