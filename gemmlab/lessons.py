@@ -526,7 +526,7 @@ def _changes(spec, params: dict) -> str:
 
 def final_search() -> None:
     """The recorded search behind chapter 10's table: every candidate configuration at every shape,
-    as a share of cuBLAS in the same run, the one each shape uses circled."""
+    as a share of cuBLAS in the same run; the one each shape uses is bold in the table, circled in the plot."""
     rec = records.latest()
     search = rec.data.get("final_search")
     if not search:
@@ -534,20 +534,17 @@ def final_search() -> None:
         return
     spec = registry.get("10_final")
     shapes = [tuple(s) for s in registry.FINAL_SHAPES]
+    picks = {s: final_params(search, s) for s in shapes}
     rows = []
     for cfg in registry.FINAL_CANDIDATES:
         full = spec.resolve(cfg)
         cells = {(r["M"], r["N"], r["K"]): r for r in search if r["params"] == full}
-        rows.append([_changes(spec, full)] + [f"{cells[s]['ratio']:.3f}" if s in cells else "-" for s in shapes])
-    for s in shapes:
-        best = final_params(search, s)
-        col = shapes.index(s) + 1
-        row = next(r for r, cfg in zip(rows, registry.FINAL_CANDIDATES) if spec.resolve(cfg) == best)
-        row[col] = f"**{row[col]}**"
+        rows.append([_changes(spec, full)] + [("**{:.3f}**" if picks[s] == full else "{:.3f}").format(cells[s]["ratio"])
+                                              if s in cells else "-" for s in shapes])
     _show_markdown(_table(["configuration (changes from the defaults)"] + ["x".join(map(str, s)) for s in shapes], rows)
                    + f"\n\nShare of cuBLAS timed in the same run; bold: the fastest at each shape, which the table "
                    f"below re-measures. *{rec.label}*")
-    plots.final_search(spec, search, shapes, rec.label)
+    plots.final_search(spec, search, shapes, picks, rec.label)
 
 
 def final_table() -> None:

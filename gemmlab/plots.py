@@ -186,8 +186,9 @@ def tuning(spec, rows, label: str):
     _finish(fig, label)
 
 
-def final_search(spec, search, shapes, label: str):
-    """Every candidate configuration at every shape as a share of cuBLAS, the fastest circled."""
+def final_search(spec, search, shapes, picks, label: str):
+    """Every candidate configuration at every shape as a share of cuBLAS, the pick at each shape
+    (`picks`: shape -> params) circled."""
     fig, ax = plt.subplots(figsize=(9, 3.6))
     configs = []
     for r in search:
@@ -201,7 +202,7 @@ def final_search(spec, search, shapes, label: str):
                        marker="o" if r["params"]["SPLIT"] == 1 else "^",
                        label=" ".join(f"{k}={v}" for k, v in r["params"].items() if v != spec.defaults[k])
                        if i == 0 else None)
-        best = max(rows, key=lambda r: r["gflops"])
+        best = next(r for r in rows if r["params"] == picks[shape])
         ax.scatter(i + (configs.index(best["params"]) - (len(configs) - 1) / 2) * 0.06, best["ratio"], s=90,
                    facecolors="none", edgecolors="k")
     ax.axhline(1.0, color="k", lw=0.8)
