@@ -34,12 +34,12 @@ FINAL_REPS = 30
 # What chapter 10's table tries at each of FINAL_SHAPES before timing the fastest there FINAL_REPS
 # times: a configuration per shape, as a tuned library picks one. Overrides on 10's defaults: 128 x 256
 # tiles, one block per SM, with SPLIT off and on; and 128 x 128 tiles of 4 warps, two blocks per SM
-# (search 8 in docs/final-kernel-search.md); 3 or 4 stages each.
+# (search 8 in docs/final-kernel-search.md); 3 or 4 stages each, copies spread 2 or 4 at a time.
 FINAL_CANDIDATES = tuple(
-    {**tiles, "STAGES": stages, "KUNROLL": 16, "GROUP": 1, "SPLIT": split}
-    for tiles, splits in (({"BM": 128, "BN": 256, "WM": 64, "WN": 64, "MINB": 1}, (1, 3, 4, 5, 9)),
+    {**tiles, "STAGES": stages, "SPREAD": spread, "KUNROLL": 16, "GROUP": 1, "SPLIT": split}
+    for tiles, splits in (({"BM": 128, "BN": 256, "WM": 64, "WN": 64, "MINB": 1}, (1, 4, 5, 9)),
                           ({"BM": 128, "BN": 128, "WM": 32, "WN": 64, "MINB": 2}, (1,)))
-    for stages in (3, 4) for split in splits)
+    for stages in (3, 4) for spread in (2, 4) for split in splits)
 # The sizes chapter 00 sweeps cuBLAS over.
 CUBLAS_SIZES = (256, 512, 1024, 2048, 4096, 6144, 8192)
 
@@ -569,13 +569,16 @@ def _final() -> KernelSpec:
             Param("BK", (8, 16, 32), 16, "K step: depth of one pipeline stage", slider=(8, 16)),
             Param("WM", (32, 64), 64, "rows of a warp's C tile (sub-tiles of 16 rows)", slider=(64,)),
             Param("WN", (32, 64, 128), 64, "columns of a warp's C tile (sub-tiles of 32 columns)", slider=(64,)),
-            Param("STAGES", (2, 3, 4), 3, "shared-memory buffers in the copy pipeline"),
+            Param("STAGES", (2, 3, 4), 4, "shared-memory buffers in the copy pipeline"),
             Param("KUNROLL", (4, 8, 16, 32), 16, "k steps unrolled at a time within a tile (code size)",
                   slider=(4, 8, 16)),
             Param("GROUP", (1, 8), 8, "tile rows walked together, column by column (L2 reuse); 1: row by row"),
             Param("MINB", (1, 2), 1, "blocks per SM promised to the compiler (__launch_bounds__): caps registers",
                   slider=(1,)),
             *_snake_interior_params(),
+            Param("SPREAD", (0, 2, 4), 4,
+                  "interior blocks issue the next tile's copies SPREAD at a time between the k steps "
+                  "(0: all at once after the barrier, before the math)", slider=(4,)),
             Param("SPLIT", (1, 2, 3, 4, 5, 7, 9, 12, 16), 1,
                   "pieces along K that each tile of a last partial wave is cut into, one block each, so "
                   "that no SM idles at the end (1: never)", slider=(1,)),
@@ -595,13 +598,17 @@ def _final() -> KernelSpec:
                      lambda p: p["BK"] * p["BN"], lambda p: 4 * threads(p)),
             Rule("unroll-within-tile", lambda p: p["KUNROLL"] <= p["BK"],
                  lambda p: f"KUNROLL={p['KUNROLL']} is more than the {p['BK']} steps of a tile (BK)"),
+            Rule("spread-needs-interior", lambda p: p["SPREAD"] == 0 or p["INTERIOR"] == 1,
+                 lambda p: (f"SPREAD={p['SPREAD']} spreads the unchecked copies of interior blocks; with "
+                            f"INTERIOR=0 there are none (use SPREAD=0)")),
             Rule("shared-memory-per-block", lambda p: smem(p) <= 227 * 1024,
                  lambda p: (f"{p['STAGES']} stages of these tiles need {smem(p)} bytes of shared memory; "
                             f"a block may have at most 227 KiB (on sm_90)")),
         ),
         owner=owner,
         dynamic_smem=smem,
-        studies=_snake_interior_studies({}),
+        studies=(*_snake_interior_studies({"SPREAD": 0}),
+                 ("+ SPREAD: the next tile's copies among the FFMAs", {"SNAKE": 1, "INTERIOR": 1, "SPREAD": 4})),
     )
 
 

@@ -95,3 +95,22 @@ def test_snake_order_reads_fewer_registers_and_pairs_fewer_banks(name):
     assert rows["ffma"] == snake["ffma"] > 0
     assert snake["from_cache"] > rows["from_cache"]
     assert snake["same_bank"] < rows["same_bank"]
+
+
+def test_spread_puts_the_next_tiles_copies_among_the_ffmas():
+    """SPREAD=0 issues all of the next tile's copies (LDGSTS) after the barrier, before the first FFMA
+    of the hot loop; with SPREAD=4 the first copy comes after FFMAs, and the copies reach across more
+    than half of the loop (groups at k steps 1, 6 and 11 of 16)."""
+    spec = KERNELS["10_final"]
+    (_, before), (_, spread) = spec.studies[-2:]   # the chapter's last step is SPREAD
+
+    def layout(cfg):
+        ops = [line.split()[0] for line in sass._hot_lines(compile_kernel(spec, cfg))]
+        copies = [i for i, op in enumerate(ops) if op.startswith("LDGSTS")]
+        return ops, ops.index("FFMA"), copies
+
+    ops, first_ffma, copies = layout(before)
+    assert copies and max(copies) < first_ffma
+    ops, first_ffma, copies = layout(spread)
+    assert len(copies) == 12 and min(copies) > first_ffma
+    assert max(copies) - min(copies) > len(ops) // 2

@@ -18,6 +18,8 @@ AWKWARD = [
     Problem(300, 200, 1000, lda=1003, ldb=201, ldc=256, alpha=1.0, beta=0.0),
     Problem(100, 70, 90, lda=100, ldb=76, ldc=72, alpha=0.75, beta=-0.5),  # padded to multiples of 4
     Problem(257, 259, 263),
+    Problem(300, 600, 160),                  # interior blocks and edges, K a multiple of 16: 10 K tiles
+    Problem(260, 520, 32),                   # interior blocks with fewer K tiles than pipeline stages
 ]
 CASES = [(name, cfg) for name, spec in KERNELS.items() for cfg in spec.extreme_configs()]
 
@@ -38,6 +40,21 @@ def test_correct_on_awkward_shapes(name, cfg):
         assert check.ok, f"{name} {cfg} {problem}: {check}"
 
 
+@pytest.mark.parametrize("cfg", [{"SPREAD": 2}, {"BK": 8, "KUNROLL": 8}, {"BK": 32}, {"STAGES": 2},
+                                 {"BN": 128, "WM": 32, "MINB": 2, "SPREAD": 2}, {"BK": 8, "KUNROLL": 4, "SPREAD": 2},
+                                 {"SPREAD": 4, "SPLIT": 5}])
+def test_spread_copies_land_in_every_geometry(cfg):
+    """With SPREAD, interior blocks issue the next tile's copies in groups between the k steps and,
+    past the last tile, repeat it into an idle stage. Whatever the copies per thread (BK, tile,
+    threads), the stages and the unrolling, C comes out right, with K tiles fewer and more than the
+    stages, and in split pieces."""
+    kernel = bench.Kernel("10_final", cfg)
+    for problem in (Problem(300, 600, 160), Problem(260, 520, 32), Problem(1100, 1300, 704, alpha=0.5, beta=2.0),
+                    Problem(512, 512, 512)):
+        check = kernel.validate(problem, seed=3)
+        assert check.ok, f"{cfg} {problem}: {check}"
+
+
 @pytest.mark.parametrize("pieces", [2, 9, 16])
 def test_split_tiles_add_up_in_any_grid(pieces):
     """With SPLIT, the tiles of a last partial wave are computed in pieces along K that add into C
@@ -45,7 +62,7 @@ def test_split_tiles_add_up_in_any_grid(pieces):
     (all, some, none: K too short for the pieces), C comes out right, and again on the next
     launch (the flags are left at 0)."""
     kernel = bench.Kernel("10_final", {"SPLIT": pieces})
-    shapes = (Problem(509, 515, 130, alpha=-1.0, beta=0.5), Problem(1100, 1300, 700), Problem(2049, 4100, 100),
+    shapes = (Problem(509, 515, 130, alpha=-1.0, beta=0.5), Problem(1100, 1300, 704), Problem(2049, 4100, 100),
               Problem(300, 200, 1000, lda=1003, ldb=201, ldc=256, alpha=0.5, beta=2.0))
     for slots in (kernel.slots, 50, 16, 5):
         kernel.slots = slots

@@ -50,7 +50,10 @@ def test_final_kernel_refuses_what_its_rules_forbid_by_name():
         spec.resolve({"BK": 8, "KUNROLL": 16})
     with pytest.raises(IllegalConfig, match="rule 'registers-per-thread'"):
         spec.resolve({"MINB": 2})
-    assert spec.dynamic_smem(spec.defaults) == 3 * 16 * (128 + 4 + 256) * 4
+    with pytest.raises(IllegalConfig, match="rule 'spread-needs-interior'"):
+        spec.resolve({"INTERIOR": 0, "SPREAD": 4})
+    assert spec.resolve({"INTERIOR": 0, "SPREAD": 0})["INTERIOR"] == 0
+    assert spec.dynamic_smem(spec.defaults) == 4 * 16 * (128 + 4 + 256) * 4
     assert max(spec.dynamic_smem(c) for c in spec.legal_configs()) <= 227 * 1024
 
 
