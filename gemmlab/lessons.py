@@ -298,6 +298,30 @@ def unroll_study(name: str = "06_vectorize", tunable: str = "UNROLL", **params) 
                    f"sm_90, static counts from the SASS")
 
 
+def copy_placement(name: str = "10_final", arch: str = "sm_90") -> None:
+    """Where the hot loop issues the next tile's copies, in the chapter's last two steps (SPREAD off,
+    then on), from the SASS (no GPU needed): what a warp issues between the barrier and its first
+    FFMA, and a strip of the whole loop, one tick per instruction."""
+    spec = registry.get(name)
+    rows, strips = [], []
+    for caption, cfg in spec.studies[-2:]:
+        full = spec.resolve(cfg)
+        ops = sass.hot_region(compile_kernel(spec, full, arch))
+        barrier = next(i for i, op in enumerate(ops) if op.startswith("BAR"))
+        first_ffma = ops.index("FFMA", barrier)
+        between = ops[barrier + 1:first_ffma]
+        copies = [i for i, op in enumerate(ops) if op.startswith("LDGSTS")]
+        rows.append([f"SPREAD={full['SPREAD']}", len(ops), len(between),
+                     sum(op.startswith("LDGSTS") for op in between), sum(op.startswith("LDS.128") for op in between),
+                     f"{min(copies) / len(ops):.0%} to {max(copies) / len(ops):.0%}"])
+        strips.append((f"SPREAD={full['SPREAD']}", ops))
+    _show_markdown(_table(["build", "hot loop: instructions", "after the barrier, before the first FFMA",
+                           "of them copies", "of them shared loads", "copies sit at (share of the loop)"], rows)
+                   + f"\n\n{spec.name} [{spec.config_label(spec.resolve(spec.studies[-1][1]))}], {arch}, "
+                   f"static counts from the SASS")
+    plots.hot_loop(strips, f"{spec.name}, {arch} SASS of the hot loop (one K tile)")
+
+
 def compare(name: str, tunable: str, size: int = 4096, **params) -> None:
     """One tunable varied, the others fixed: live on a GPU, else from the record."""
     spec = registry.get(name)

@@ -111,6 +111,27 @@ def bank_map(words: list[int], title: str, label: str = ""):
     _finish(fig, label)
 
 
+def hot_loop(strips, label: str):
+    """strips: (name, opcodes of one loop body). One row per build, one tick per instruction, coloured
+    by what it does: where the copies, shared loads and the barrier sit among the FFMAs."""
+    classes = (("FFMA", lambda op: op == "FFMA", "0.8"), ("shared load", lambda op: op.startswith("LDS"), "tab:blue"),
+               ("copy (cp.async)", lambda op: op.startswith("LDGSTS"), "tab:orange"),
+               ("barrier", lambda op: op.startswith("BAR"), "tab:red"))
+    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.7 * len(strips)))
+    for row, (name, ops) in enumerate(strips):
+        other = [i for i, op in enumerate(ops) if not any(test(op) for _, test, _ in classes)]
+        ax.vlines(other, row - 0.35, row + 0.35, color="k", lw=0.6, label="other (addresses, loop)" if row == 0 else None)
+        for cname, test, color in classes:
+            xs = [i for i, op in enumerate(ops) if test(op)]
+            ax.vlines(xs, row - 0.35, row + 0.35, color=color, lw=0.6 if cname == "FFMA" else 1.2,
+                      label=cname if row == 0 else None, zorder=1 if cname == "FFMA" else 3)
+    ax.set_yticks(range(len(strips)), [name for name, _ in strips])
+    ax.set_ylim(len(strips) - 0.5, -0.5)
+    ax.set_xlabel("instruction in the loop body, in program order")
+    ax.legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.35), frameon=False)
+    _finish(fig, label)
+
+
 def warp_tiling(spec, params, geometry: dict, label: str = ""):
     """The block tile cut into warp tiles (solid), sub-tiles (dashed), and lane 0's patches."""
     from matplotlib.patches import Rectangle
