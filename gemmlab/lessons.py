@@ -304,7 +304,7 @@ def copy_placement(name: str = "10_final", arch: str = "sm_90") -> None:
     FFMA, and a strip of the whole loop, one tick per instruction."""
     spec = registry.get(name)
     rows, strips = [], []
-    for caption, cfg in spec.studies[-2:]:
+    for _, cfg in spec.studies[-2:]:
         full = spec.resolve(cfg)
         ops = sass.hot_region(compile_kernel(spec, full, arch))
         barrier = next(i for i, op in enumerate(ops) if op.startswith("BAR"))

@@ -105,7 +105,7 @@ def test_spread_puts_the_next_tiles_copies_among_the_ffmas():
     (_, before), (_, spread) = spec.studies[-2:]   # the chapter's last step is SPREAD
 
     def layout(cfg):
-        ops = [line.split()[0] for line in sass._hot_lines(compile_kernel(spec, cfg))]
+        ops = sass.hot_region(compile_kernel(spec, cfg))
         copies = [i for i, op in enumerate(ops) if op.startswith("LDGSTS")]
         return ops, ops.index("FFMA"), copies
 
