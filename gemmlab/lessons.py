@@ -317,8 +317,7 @@ def copy_placement(name: str = "10_final", arch: str = "sm_90") -> None:
         strips.append((f"SPREAD={full['SPREAD']}", ops))
     _show_markdown(_table(["build", "hot loop: instructions", "after the barrier, before the first FFMA",
                            "of them copies", "of them shared loads", "copies sit at (share of the loop)"], rows)
-                   + f"\n\n{spec.name} [{spec.config_label(spec.resolve(spec.studies[-1][1]))}], {arch}, "
-                   f"static counts from the SASS")
+                   + f"\n\n{spec.name} [{spec.config_label(full)}], {arch}, static counts from the SASS")
     plots.hot_loop(strips, f"{spec.name}, {arch} SASS of the hot loop (one K tile)")
 
 
@@ -545,7 +544,7 @@ def measure_final(params_at) -> list[dict]:
 
 
 def _changes(spec, params: dict) -> str:
-    return " ".join(f"{k}={v}" for k, v in params.items() if v != spec.defaults[k]) or "the defaults"
+    return spec.changes_label(params) or "the defaults"
 
 
 def final_search() -> None:

@@ -221,8 +221,7 @@ def final_search(spec, search, shapes, picks, label: str):
             j = configs.index(r["params"])
             ax.scatter(i + (j - (len(configs) - 1) / 2) * 0.06, r["ratio"], s=14, color=f"C{j % 10}",
                        marker="o" if r["params"]["SPLIT"] == 1 else "^",
-                       label=" ".join(f"{k}={v}" for k, v in r["params"].items() if v != spec.defaults[k])
-                       if i == 0 else None)
+                       label=spec.changes_label(r["params"]) if i == 0 else None)
         best = next(r for r in rows if r["params"] == picks[shape])
         ax.scatter(i + (configs.index(best["params"]) - (len(configs) - 1) / 2) * 0.06, best["ratio"], s=90,
                    facecolors="none", edgecolors="k")

@@ -239,6 +239,10 @@ class KernelSpec:
     def config_label(self, params: Params) -> str:
         return " ".join(f"{k}={v}" for k, v in params.items())
 
+    def changes_label(self, params: Params) -> str:
+        """The tunables that differ from the defaults ('' for the defaults themselves)."""
+        return " ".join(f"{k}={v}" for k, v in params.items() if v != self.defaults[k])
+
 
 # Legal configurations, worked out once per spec (10 has over 100,000 combinations to check).
 _LEGAL: dict[tuple, tuple[dict[str, int], ...]] = {}
