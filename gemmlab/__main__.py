@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from . import registry
+from .spec import IllegalConfig, Problem, UnsupportedShape
 
 
 def _defines(pairs: list[str]) -> dict[str, int]:
@@ -28,7 +29,7 @@ def cmd_info(args) -> int:
               f"FP32 peak {facts.peak_fp32_tflops:.1f} TFLOP/s, DRAM {facts.dram_gbs:.0f} GB/s (attributes), "
               f"L2 {facts.l2_bytes / 2**20:.0f} MiB, driver CUDA {facts.driver_cuda}")
     try:
-        print(f"NVRTC: {toolchain.nvrtc_build()} ({toolchain.nvrtc()._gemmlab_path})")
+        print(f"NVRTC: {toolchain.nvrtc_build()} ({toolchain.nvrtc_location()})")
         print(f"nvdisasm: {toolchain.nvdisasm_version()} ({toolchain.nvdisasm()})")
     except toolchain.ToolchainMissing as exc:
         print(f"toolchain: {exc}")
@@ -46,7 +47,7 @@ def cmd_compile(args) -> int:
     from .compile import CompileError, compile_kernel
     try:
         print(compile_kernel(args.kernel, _defines(args.define), args.arch).report())
-    except (registry.IllegalConfig, CompileError, KeyError) as exc:
+    except (IllegalConfig, CompileError, registry.UnknownKernel) as exc:
         print(exc, file=sys.stderr)
         return 2
     return 0
@@ -70,7 +71,7 @@ def cmd_bench(args) -> int:
     for kernel in args.kernel:
         try:
             m = bench.bench(kernel, _defines(args.define), size, reps=args.reps)
-        except (registry.IllegalConfig, registry.UnsupportedShape, bench.ValidationFailed) as exc:
+        except (IllegalConfig, UnsupportedShape, bench.ValidationFailed) as exc:
             print(exc, file=sys.stderr)
             return 2
         rows.append(m)
@@ -91,7 +92,7 @@ def cmd_run(args) -> int:
     if not device.available():
         print(f"run needs a GPU: {device.why_unavailable()}", file=sys.stderr)
         return 2
-    ops = bench.Operands.random(registry.Problem(*(args.size or (2048, 2048, 2048))))
+    ops = bench.Operands.random(Problem(*(args.size or (2048, 2048, 2048))))
     if args.kernel == "cublas":   # the baseline, for profiling it the same way
         bench.cublas_sgemm(ops)
         label = "cuBLAS FP32"
@@ -99,7 +100,7 @@ def cmd_run(args) -> int:
         kernel = bench.Kernel(args.kernel, _defines(args.define))
         kernel(ops)
         label = f"{kernel.spec.name} [{kernel.spec.config_label(kernel.params)}]"
-    check = bench.compare(ops)
+    check = bench.check(ops)
     print(f"{label}: {check}")
     return 0 if check.ok else 1
 
@@ -135,7 +136,7 @@ def cmd_tune(args) -> int:
             raise SystemExit(f"--only expects NAME=V1,V2,..., got {pair!r}")
     try:
         search = tune.tune(args.kernel, size, only=only)
-    except registry.IllegalConfig as exc:
+    except IllegalConfig as exc:
         print(exc, file=sys.stderr)
         return 2
     spec = registry.get(args.kernel)
@@ -155,11 +156,11 @@ def cmd_tune(args) -> int:
 
 
 def cmd_record(args) -> int:
-    from . import device, records
+    from . import device, recorder
     if not device.available():
         print(f"record needs a GPU: {device.why_unavailable()}", file=sys.stderr)
         return 2
-    path = records.record(args.kernel or None, ladder=args.ladder, final=args.final)
+    path = recorder.record(args.kernel or None, ladder=args.ladder, final=args.final)
     print(f"wrote {path}")
     return 0
 

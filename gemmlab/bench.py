@@ -14,7 +14,7 @@ import numpy as np
 
 from . import compile as compiler
 from . import device, registry
-from .registry import KernelSpec, Params, Problem
+from .spec import KernelSpec, Params, Problem, UnsupportedShape
 
 UNIT_ROUNDOFF = 2.0 ** -24
 TOL_FACTOR = 16.0
@@ -32,13 +32,6 @@ def tolerance(K: int) -> float:
     return TOL_FACTOR * UNIT_ROUNDOFF * math.sqrt(K)
 
 
-def _cp():
-    cp = device._cupy()
-    if cp is None:
-        raise RuntimeError(device.why_unavailable())
-    return cp
-
-
 # --- operands --------------------------------------------------------------------------------
 
 @dataclass
@@ -52,7 +45,7 @@ class Operands:
 
     @classmethod
     def random(cls, problem: Problem, seed: int | None = None) -> "Operands":
-        cp = _cp()
+        cp = device.cupy()
         rng = cp.random.default_rng(seed)
         p = problem
         A = rng.uniform(-1, 1, (p.M, p.lda), dtype=cp.float32)[:, :p.K]
@@ -68,14 +61,14 @@ class Operands:
         return cls(problem, A, B, C, C0)
 
     def reset_output(self) -> None:
-        cp = _cp()
+        cp = device.cupy()
         if self.C0 is None:
             self.C.fill(cp.nan)
         else:
             self.C[...] = self.C0
 
     def reference(self):
-        cp = _cp()
+        cp = device.cupy()
         p = self.problem
         ref = p.alpha * (self.A.astype(cp.float64) @ self.B.astype(cp.float64))
         if self.C0 is not None:
@@ -103,8 +96,8 @@ class Check:
                 f"worst element at {self.elementwise:.0%} of its bound")
 
 
-def compare(ops: Operands) -> Check:
-    cp = _cp()
+def check(ops: Operands) -> Check:
+    cp = device.cupy()
     p = ops.problem
     out = ops.C.astype(cp.float64)
     nonfinite = int((~cp.isfinite(out)).sum())
@@ -133,7 +126,7 @@ class Kernel:
     def __init__(self, kernel: str | KernelSpec, params: Params | None = None, arch: str | None = None,
                  fresh: bool = False):
         """fresh=True compiles and loads anew, bypassing both caches (to show what that costs)."""
-        cp = _cp()
+        cp = device.cupy()
         self.spec = kernel if isinstance(kernel, KernelSpec) else registry.get(kernel)
         self.build = compiler.compile_kernel(self.spec, params, arch or device.facts().arch, use_cache=not fresh)
         self.params = self.build.params
@@ -154,7 +147,7 @@ class Kernel:
         align = self.spec.pointer_alignment(self.params)
         for name, array in (("A", ops.A), ("B", ops.B), ("C", ops.C)):
             if array.data.ptr % align:
-                raise registry.UnsupportedShape(
+                raise UnsupportedShape(
                     self.spec.name, "pointer-alignment",
                     f"{name} starts at an address that is not a multiple of {align} bytes; this kernel "
                     f"loads {align // 4} floats at a time. Pass an aligned copy (e.g. cupy.ascontiguousarray)")
@@ -168,14 +161,14 @@ class Kernel:
     def validate(self, problem: Problem, seed: int | None = None) -> Check:
         ops = Operands.random(problem, seed)
         self(ops)
-        _cp().cuda.runtime.deviceSynchronize()
-        return compare(ops)
+        device.cupy().cuda.runtime.deviceSynchronize()
+        return check(ops)
 
 
 def cublas_sgemm(ops: Operands, math_mode: int = CUBLAS_DEFAULT_MATH) -> None:
     """Row-major C = alpha A B + beta C through column-major cublasSgemm: C^T = B^T A^T.
     The handle's math mode is set on every call: DEFAULT is plain FP32 (never TF32)."""
-    cp = _cp()
+    cp = device.cupy()
     from cupy_backends.cuda.libs import cublas
     p = ops.problem
     handle = cp.cuda.device.get_cublas_handle()
@@ -189,7 +182,7 @@ def cublas_sgemm(ops: Operands, math_mode: int = CUBLAS_DEFAULT_MATH) -> None:
 
 
 def cublas_math_mode() -> int:
-    cp = _cp()
+    cp = device.cupy()
     from cupy_backends.cuda.libs import cublas
     return cublas.getMathMode(cp.cuda.device.get_cublas_handle())
 
@@ -221,7 +214,7 @@ class L2Flusher:
     """Writes a buffer twice the L2 size so no operand is still cached when timing starts."""
 
     def __init__(self):
-        cp = _cp()
+        cp = device.cupy()
         self.buf = cp.empty(max(2 * device.facts().l2_bytes, 1 << 20) // 4, dtype=cp.float32)
 
     def __call__(self):
@@ -234,7 +227,7 @@ def time_interleaved(fns: Sequence[Callable[[], None]], reps: int | None = None,
     """Time several launches in one loop, interleaved (kernel, cuBLAS, kernel, ...), each
     preceded by an L2 flush and bracketed by CUDA events. Warm-up runs first (module load,
     clocks ramping). With reps=None the count fits the time budget, within [min_reps, max_reps]."""
-    cp = _cp()
+    cp = device.cupy()
     flusher = L2Flusher() if flush else (lambda: None)
     start, stop = cp.cuda.Event(), cp.cuda.Event()
     slowest = 0.0
@@ -313,19 +306,19 @@ def bench(kernel: str | KernelSpec, params: Params | None = None, size: Sequence
     k = Kernel(kernel, params)
     ops = Operands.random(Problem(M, N, K), seed)
     k(ops)
-    check = compare(ops)
-    if not check.ok:
-        raise ValidationFailed(f"{k.spec.name} [{k.spec.config_label(k.params)}] at {M}x{N}x{K}: {check}")
+    result = check(ops)
+    if not result.ok:
+        raise ValidationFailed(f"{k.spec.name} [{k.spec.config_label(k.params)}] at {M}x{N}x{K}: {result}")
     if (M, N, K) not in _cublas_checks:
         ops.reset_output()
         cublas_sgemm(ops)
-        _cublas_checks[(M, N, K)] = compare(ops)
+        _cublas_checks[(M, N, K)] = check(ops)
     cublas_check = _cublas_checks[(M, N, K)]
     if not cublas_check.ok:
         raise ValidationFailed(f"cuBLAS at {M}x{N}x{K}: {cublas_check}")
     ops = Operands.random(Problem(M, N, K), seed)
     kt, ct = time_interleaved([lambda: k(ops), lambda: cublas_sgemm(ops)], reps=reps, budget_s=budget_s)
-    return Measurement(k.spec.name, k.params, M, N, K, kt, ct, check, cublas_check)
+    return Measurement(k.spec.name, k.params, M, N, K, kt, ct, result, cublas_check)
 
 
 def bench_cublas(size: Sequence[int], math_mode: int = CUBLAS_DEFAULT_MATH, reps: int | None = None) -> tuple[Timing, Check]:
@@ -333,6 +326,6 @@ def bench_cublas(size: Sequence[int], math_mode: int = CUBLAS_DEFAULT_MATH, reps
     M, N, K = size
     ops = Operands.random(Problem(M, N, K))
     cublas_sgemm(ops, math_mode)
-    check = compare(ops)
+    result = check(ops)
     (t,) = time_interleaved([lambda: cublas_sgemm(ops, math_mode)], reps=reps)
-    return t, check
+    return t, result

@@ -20,7 +20,7 @@ _ATTR = {"clock_khz": 13, "mem_clock_khz": 36, "bus_width": 37, "l2_bytes": 38, 
 
 
 @functools.lru_cache(maxsize=None)
-def _cupy():
+def _load_cupy():
     try:
         import cupy
         if cupy.cuda.runtime.getDeviceCount() < 1:
@@ -31,7 +31,15 @@ def _cupy():
 
 
 def available() -> bool:
-    return _cupy() is not None
+    return _load_cupy() is not None
+
+
+def cupy():
+    """The CuPy module, on a machine where it sees a GPU; RuntimeError saying why not elsewhere."""
+    cp = _load_cupy()
+    if cp is None:
+        raise RuntimeError(why_unavailable())
+    return cp
 
 
 def why_unavailable() -> str:
@@ -78,7 +86,7 @@ class DeviceFacts:
 
 @functools.lru_cache(maxsize=None)
 def facts() -> DeviceFacts | None:
-    cp = _cupy()
+    cp = _load_cupy()
     if cp is None:
         return None
     rt = cp.cuda.runtime
@@ -100,9 +108,7 @@ def facts() -> DeviceFacts | None:
 
 def measure_copy_bandwidth(nbytes: int = 1 << 30, reps: int = 10) -> float:
     """GB/s of a device-to-device copy, counting bytes read plus bytes written (median)."""
-    cp = _cupy()
-    if cp is None:
-        raise RuntimeError(why_unavailable())
+    cp = cupy()
     src = cp.empty(nbytes // 4, dtype=cp.float32)
     src.fill(1.0)
     dst = cp.empty_like(src)

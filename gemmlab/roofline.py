@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .registry import KernelSpec, Params, Problem
+from .spec import KernelSpec, Params, Problem
 
 FLOAT = 4
 
@@ -25,6 +25,12 @@ class Traffic:
         return self.flops / self.compulsory_bytes
 
 
+def compulsory_bytes(problem: Problem) -> int:
+    """Every input read once, the output written once (and read once too where beta != 0)."""
+    M, N, K = problem.M, problem.N, problem.K
+    return FLOAT * (M * K + K * N) + M * N * FLOAT * (2 if problem.beta else 1)
+
+
 def traffic(spec: KernelSpec, params: Params, problem: Problem) -> Traffic:
     M, N, K = problem.M, problem.N, problem.K
     out = M * N * FLOAT * (2 if problem.beta else 1)
@@ -34,7 +40,7 @@ def traffic(spec: KernelSpec, params: Params, problem: Problem) -> Traffic:
         loads = FLOAT * (M * K * -(-N // cols) + K * N * -(-M // rows))
     else:
         loads = FLOAT * 2 * M * N * K  # every thread reads a row of A and a column of B
-    return Traffic(problem.flops, loads + out, FLOAT * (M * K + K * N) + out)
+    return Traffic(problem.flops, loads + out, compulsory_bytes(problem))
 
 
 def attainable_gflops(intensity: float, peak_gflops: float, bandwidth_gbs: float) -> float:

@@ -1,16 +1,18 @@
 """Disassemble a build with nvdisasm (from pip) and summarise its instruction mix. No GPU needed."""
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 from collections import Counter
+from pathlib import Path
 
 from . import toolchain
-from pathlib import Path
 
 _INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
 
 
+@functools.lru_cache(maxsize=512)   # a cubin's path names its content (the compile cache key)
 def _disassemble(cubin_path: Path) -> str:
     result = subprocess.run([str(toolchain.nvdisasm()), "-c", str(cubin_path)],
                             capture_output=True, text=True)
@@ -62,7 +64,7 @@ _LABEL = re.compile(r"^(\.L_x_\d+):")
 _BRANCH = re.compile(r"BRA\s+`?\(?(\.L_x_\d+)")
 
 
-def _hot_lines(build) -> list[str]:
+def hot_lines(build) -> list[str]:
     """The instructions (full text) of the innermost loop that does FFMAs: with the k loop
     unrolled, the loop over K tiles (loads, barriers and all); rolled, the k loop itself."""
     lines = disassemble(build).splitlines()
@@ -87,8 +89,8 @@ def _hot_lines(build) -> list[str]:
 
 
 def hot_region(build) -> list[str]:
-    """The opcodes of _hot_lines."""
-    return [i.split()[0] for i in _hot_lines(build)]
+    """The opcodes of hot_lines."""
+    return [i.split()[0] for i in hot_lines(build)]
 
 
 _REGISTER = re.compile(r"\bR(\d+)(\.reuse)?")
@@ -102,7 +104,7 @@ def operand_reads(build) -> dict:
     cycle: two reads from one bank cost a cycle ('dispatch' stalls in Nsight Compute)."""
     ffma = from_cache = same_bank = 0
     cached = [None, None, None]
-    for ins in _hot_lines(build):
+    for ins in hot_lines(build):
         if not ins.startswith("FFMA"):
             cached = [None, None, None]
             continue

@@ -1,15 +1,21 @@
-"""Find NVRTC and nvdisasm in their pip wheels (never a system CUDA toolkit).
+"""NVRTC and nvdisasm from NVIDIA's pip wheels (never a system CUDA toolkit).
 
-The wheels put them under site-packages/nvidia/<cu13|cu12|cuda_nvrtc|...>/{lib,bin}.
+NVRTC is called through NVIDIA's cuda-bindings (`cuda.bindings.nvrtc`), whose cuda-pathfinder
+loads libnvrtc from the nvidia-cuda-nvrtc wheel; nvdisasm is the nvidia-cuda-nvdisasm wheel's.
+The wheels put them under site-packages/nvidia/<cu13|cuda_nvrtc|cuda_nvdisasm|...>/{lib,bin}.
+docs/toolchain.md says why these and not a hand-written ctypes binding.
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+_INSTALL = ("Install the course environment (`make test`, or `pip install -e .[cuda13]` for a CUDA 13 "
+            "driver or no GPU, `pip install -e .[cuda12]` for a CUDA 12 driver); gemmlab uses NVIDIA's "
+            "pip wheels (cuda-bindings, nvidia-cuda-nvrtc), not a system CUDA.")
 
 
 class ToolchainMissing(RuntimeError):
@@ -32,45 +38,77 @@ def _find(pattern: str) -> list[Path]:
     return found
 
 
-def _major(path: Path) -> int:
-    m = re.search(r"\.so\.(\d+)", path.name)
-    return int(m.group(1)) if m else 0
+@functools.lru_cache(maxsize=None)
+def _libnvrtc():
+    """cuda-pathfinder's LoadedDL for libnvrtc (the same cached handle cuda.bindings uses)."""
+    try:
+        from cuda import pathfinder
+        import cuda.bindings
+    except ImportError as exc:
+        raise ToolchainMissing(f"cuda-bindings, NVIDIA's Python binding of NVRTC, is not installed "
+                               f"({exc}). {_INSTALL}") from None
+    try:
+        lib = pathfinder.load_nvidia_dynamic_lib("nvrtc")
+    except pathfinder.DynamicLibNotFoundError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ToolchainMissing(f"NVRTC was not found: {first}. {_INSTALL}") from None
+    # Compile reports are checked outputs, keyed by the wheel's version: refuse any other NVRTC.
+    path = Path(lib.abs_path or "").resolve()
+    if not any(root.resolve() in path.parents for root in _nvidia_roots()):
+        raise ToolchainMissing(f"libnvrtc was loaded from {lib.abs_path} ({lib.found_via}), not from the "
+                               f"nvidia-cuda-nvrtc wheel. {_INSTALL}")
+    return lib
 
 
 @functools.lru_cache(maxsize=None)
-def nvrtc() -> ctypes.CDLL:
-    """Load libnvrtc from the newest pip wheel found, builtins first (NVRTC dlopens them)."""
-    libs = [p for p in _find("*/lib/libnvrtc.so.*") if ".alt." not in p.name]
-    if not libs:
-        raise ToolchainMissing(
-            "NVRTC was not found in site-packages. Install the course environment (`make test` "
-            "or `pip install -e .[cuda13]`); gemmlab uses the nvidia-cuda-nvrtc wheel, not a system CUDA.")
-    lib = max(libs, key=_major)
-    for builtin in sorted(lib.parent.glob("libnvrtc-builtins.so.*")):
-        if ".alt." not in builtin.name:
-            ctypes.CDLL(str(builtin), mode=ctypes.RTLD_GLOBAL)
-    handle = ctypes.CDLL(str(lib))
-    handle._gemmlab_path = str(lib)
-    return handle
+def nvrtc():
+    """The `cuda.bindings.nvrtc` module, with libnvrtc loaded from its pip wheel."""
+    _libnvrtc()
+    from cuda.bindings import nvrtc as binding
+    err, major, _ = binding.nvrtcVersion()
+    if err != binding.nvrtcResult.NVRTC_SUCCESS:
+        raise ToolchainMissing(f"NVRTC did not answer nvrtcVersion ({err.name}). {_INSTALL}")
+    bindings_major = int(cuda_bindings_version().split(".")[0])
+    if major != bindings_major:
+        raise ToolchainMissing(f"cuda-bindings {cuda_bindings_version()} is for CUDA {bindings_major} but "
+                               f"loaded NVRTC {major} ({_libnvrtc().abs_path}). {_INSTALL}")
+    return binding
+
+
+def cuda_bindings_version() -> str:
+    from importlib import metadata
+    try:
+        return metadata.version("cuda-bindings")
+    except metadata.PackageNotFoundError:
+        import cuda.bindings
+        return cuda.bindings.__version__
+
+
+def nvrtc_location() -> str:
+    """Where libnvrtc was loaded from, and through what (for `python -m gemmlab info`)."""
+    nvrtc()
+    return f"{_libnvrtc().abs_path}, through cuda-bindings {cuda_bindings_version()}"
 
 
 @functools.lru_cache(maxsize=None)
 def nvrtc_version() -> str:
-    lib = nvrtc()
-    major, minor = ctypes.c_int(), ctypes.c_int()
-    lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
-    return f"{major.value}.{minor.value}"
+    err, major, minor = nvrtc().nvrtcVersion()
+    return f"{major}.{minor}"
 
 
 @functools.lru_cache(maxsize=None)
 def nvrtc_build() -> str:
-    """The wheel's full version (e.g. 13.0.88): part of the compile-cache key."""
+    """The full version (e.g. 13.0.88) of the wheel the loaded libnvrtc came from: part of the
+    compile-cache key."""
     from importlib import metadata
+    loaded = Path(_libnvrtc().abs_path).resolve()
     for dist in ("nvidia-cuda-nvrtc", "nvidia-cuda-nvrtc-cu12"):
         try:
-            return metadata.version(dist)
+            files = metadata.files(dist) or []
         except metadata.PackageNotFoundError:
             continue
+        if any(Path(f.locate()).resolve() == loaded for f in files if f.name.startswith("libnvrtc.so")):
+            return metadata.version(dist)
     return nvrtc_version()
 
 

@@ -1,9 +1,9 @@
 """The autotuner: sweep a kernel's legal configurations at one size, validate each, time the
 ones that pass, and remember the best per device and size class where gemmlab finds it next
-time (`best_params`).
+time (`remembered`).
 
 The store is a JSON file in the cache folder ($GEMMLAB_CACHE or ~/.cache/gemmlab), keyed by
-device name, kernel and size class; an entry is ignored once its kernel's source changed.
+device name, kernel and size class; an entry is ignored once its kernel's code changed.
 """
 from __future__ import annotations
 
@@ -13,8 +13,11 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
+from . import bench, device, identity, registry
 from . import compile as compiler
-from . import registry
+from .spec import IllegalConfig, UnsupportedShape
 
 
 def size_class(M: int, N: int, K: int) -> str:
@@ -37,7 +40,7 @@ def remember(device: str, kernel: str, size: tuple[int, int, int], row: dict) ->
     data.setdefault(device, {}).setdefault(spec.name, {})[size_class(*size)] = {
         "params": row["params"], "size": list(size), "gflops": row["gflops"],
         "cublas_gflops": row["cublas_gflops"], "date": _dt.date.today().isoformat(),
-        "source_hash": compiler.source_hash(spec),
+        "source_hash": identity.code_hash(spec.path),
     }
     path = store_path()
     tmp = path.with_suffix(".tmp")
@@ -45,12 +48,12 @@ def remember(device: str, kernel: str, size: tuple[int, int, int], row: dict) ->
     tmp.replace(path)
 
 
-def best_params(device: str, kernel: str, size: tuple[int, int, int]) -> dict | None:
+def remembered(device: str, kernel: str, size: tuple[int, int, int]) -> dict | None:
     """The configuration tuning found for this device, kernel and size class, if it is still
-    valid for the kernel's current source."""
+    valid for the kernel's current code."""
     spec = registry.get(kernel)
     entry = _load().get(device, {}).get(spec.name, {}).get(size_class(*size))
-    if entry is None or entry["source_hash"] != compiler.source_hash(spec) or not spec.is_legal(entry["params"]):
+    if entry is None or entry["source_hash"] != identity.code_hash(spec.path) or not spec.is_legal(entry["params"]):
         return None
     return entry["params"]
 
@@ -71,15 +74,12 @@ def candidates(kernel: str, only: dict[str, set[int]] | None = None) -> list[dic
     """The legal configurations, narrowed to the values `only` allows for some tunables."""
     spec = registry.get(kernel)
     only = only or {}
-    unknown = set(only) - {p.name for p in spec.params}
-    if unknown:
-        raise registry.IllegalConfig(spec.name, "known-parameter",
-                                     f"{', '.join(sorted(unknown))} is not a tunable of this kernel")
-    for p in spec.params:
-        bad = sorted(set(only.get(p.name, ())) - set(p.values))
+    for name, values in only.items():
+        param = spec.tunable(name)
+        bad = sorted(set(values) - set(param.values))
         if bad:
-            raise registry.IllegalConfig(spec.name, f"{p.name}-legal-values",
-                                         f"{p.name}={bad} is not offered; legal values are {list(p.values)}")
+            raise IllegalConfig(spec.name, f"{name}-legal-values",
+                                f"{name}={bad} is not offered; legal values are {list(param.values)}")
     return [c for c in spec.legal_configs() if all(c[k] in v for k, v in only.items())]
 
 
@@ -87,9 +87,6 @@ def tune(kernel: str, size: tuple[int, int, int] = (4096, 4096, 4096), progress:
          budget_s: float = 0.25, only: dict[str, set[int]] | None = None) -> Search:
     """On a GPU: every legal configuration (or those `only` allows), validated then timed against
     cuBLAS; the best is remembered. A configuration that fails validation is reported, never chosen."""
-    from tqdm.auto import tqdm
-    from . import bench, device
-
     facts = device.facts()
     if facts is None:
         raise RuntimeError(device.why_unavailable())
@@ -99,7 +96,7 @@ def tune(kernel: str, size: tuple[int, int, int] = (4096, 4096, 4096), progress:
                     disable=not progress):
         try:
             rows.append(bench.bench(spec, cfg, size, budget_s=budget_s).as_row())
-        except (registry.UnsupportedShape, bench.ValidationFailed) as exc:
+        except (UnsupportedShape, bench.ValidationFailed) as exc:
             refused.append((cfg, str(exc)))
     search = Search(spec.name, tuple(size), rows, refused)
     if rows:

@@ -1,22 +1,23 @@
 """ipywidgets explorers built from the registry: a slider per tunable (the values it offers) and
-one for the matrix size. Every change recompiles and shows the resource report; on a GPU it
-also validates and re-measures against cuBLAS, elsewhere it shows the recorded figure."""
+one for the matrix size. Every change recompiles and shows the resource report, then the kernel's
+speed against cuBLAS from source.here(): validated and measured now on a GPU, else the record's."""
 from __future__ import annotations
 
 import ipywidgets as w
 
-from . import bench, device, lessons, plots, records, registry
+from . import bench, course, plots, records, registry, source
 from .compile import CompileError, compile_kernel
-from .registry import IllegalConfig
+from .spec import IllegalConfig
 
 
 def explorer(name: str, arch: str | None = None):
     spec = registry.get(name)
-    arch = arch or (device.facts().arch if device.available() else "sm_90")
+    src = source.here()
+    arch = arch or src.device()["arch"]
     sliders = {p.name: w.SelectionSlider(options=list(p.offered), value=p.default, description=p.name,
                                          continuous_update=False, tooltip=p.doc)
                for p in spec.params}
-    size = w.SelectionSlider(options=list(registry.EXPLORER_SIZES), value=registry.EXPLORER_SIZES[-1],
+    size = w.SelectionSlider(options=list(course.EXPLORER_SIZES), value=course.EXPLORER_SIZES[-1],
                              description="M=N=K", continuous_update=False)
     report, result = w.Output(), w.Output()
 
@@ -32,16 +33,15 @@ def explorer(name: str, arch: str | None = None):
                 return
             print(build.report())
         with result:
-            s = size.value
             try:
-                row, label = lessons.measurement(spec.name, spec.resolve(params), (s, s, s))
+                row = src.result(spec, build.params, size.value)
             except (records.NotRecorded, records.StaleRecord, bench.ValidationFailed) as exc:
                 print(exc)
                 return
             print(f"{row['gflops'] / 1e3:.2f} TFLOP/s = {row['ratio']:.1%} of cuBLAS "
                   f"({row['cublas_gflops'] / 1e3:.2f} TFLOP/s, same run); "
                   f"validated: relative error {row['rel_err']:.1e}")
-            plots.explorer_bars(spec.title, row["gflops"], row["cublas_gflops"], lessons.ceilings()[0], label)
+            plots.explorer_bars(spec.title, row["gflops"], row["cublas_gflops"], source.ceilings()[0], src.label)
 
     for control in (*sliders.values(), size):
         control.observe(update, names="value")

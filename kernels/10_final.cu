@@ -8,8 +8,8 @@
 //   * cp.async cannot transpose, and a transposed A tile is what gives 128-bit reads of A along m
 //     (chapter 06). So A is copied one float at a time into its transposed place; consecutive
 //     lanes take consecutive k of a row, so the global reads stay coalesced. B is copied 16 bytes
-//     at a time. (Copying A row-major in 16-byte pieces and reading it along k was slower on the
-//     H100: it needs four k steps of A in registers at once.)
+//     at a time. (Copying A row-major in 16-byte pieces and reading it along k was slower: it needs
+//     four k steps of A in registers at once; docs/final-kernel-search.md, searches 1-3.)
 //   * KUNROLL: the k loop over a tile is unrolled KUNROLL steps at a time, not always fully. A fully
 //     unrolled 16-step loop of 128 FFMAs a step is ~40 KB of code; warps then wait for
 //     instructions ("no instruction" stalls in Nsight Compute).
@@ -26,8 +26,8 @@
 //     together). Interior blocks now issue them SPREAD at a time between the k steps, where ptxas
 //     mixes their arithmetic into the FFMAs, and step 0's shared loads follow the barrier at once.
 //     Past the last tile the copies repeat it into a stage nobody reads: a branch around them would
-//     cut the loop body in two and keep them out of the FFMA stream. On the H100 at 4096^3 this
-//     took the kernel from 0.97 to 1.02 of cuBLAS.
+//     cut the loop body in two and keep them out of the FFMA stream (measured: search 10 in
+//     docs/final-kernel-search.md).
 //   * SPLIT (wave quantization): tiles run in waves, one block per SM slot, and a last partial
 //     wave leaves SMs idle: at 6144 x 6144 the 1,152 tiles of 128 x 256 make 8.73 waves on 132 SMs.
 //     With SPLIT > 1 the launcher may hand out the last R tiles as SPLIT pieces each, every piece a
@@ -36,15 +36,15 @@
 //     for a flag raised by piece p-1. That relies on blocks starting in grid order (p-1 has started
 //     when p waits), as CUTLASS's serial split-K does; and the flags belong to the module, so two
 //     launches of one compiled kernel must not run at once. Each block still runs one main loop,
-//     unchanged: a loop around it (stream-K's persistent blocks) cost 3% on the H100, because ptxas
-//     then computes the copy addresses per thread. On the H100 this took 6144^3 from 0.99 to 1.01 of
-//     cuBLAS and 8192^3 from 0.995 to 1.017; at 4096^3, whose pieces would be 28 K tiles long, the
-//     pieces' own costs (filling the pipeline, reading and writing C) ate the gain.
+//     unchanged: a loop around it (stream-K's persistent blocks) was slower, because ptxas then
+//     computes the copy addresses per thread. Where the pieces are long they pay; where they are
+//     short, their own costs (filling the pipeline, reading and writing C) eat the gain, which is
+//     what the launcher's plan weighs (spec.split_tiles; searches 7 and 9 in the docs).
 //   * Every M, N, K and every leading dimension: edges are zero-filled by the copy itself (the
 //     source size of cp.async), and when B's rows are not 16-byte aligned its copies are made 4
 //     bytes at a time (decided per block: the main loop is compiled for both cases; with INTERIOR
 //     the edge blocks, and every block when K is not a multiple of BK, take the 4-byte path too:
-//     correct, and some 10% slower on the H100 at 4096 x 4096 x 4095).
+//     correct, and slower: see the docs' search 6).
 // Kept from before: outer products from registers (05), 128-bit shared loads (06), a warp tile of
 // WMITER x WNITER sub-tiles in which 4 x 8 lanes own 4 x 4 patches (08): the 8 lanes of a
 // quarter-warp share their A address (a broadcast) and read 8 consecutive 16-byte pieces of B.
@@ -330,7 +330,7 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
     // every other block takes the fully checked 4-byte path. Each extra copy of the main loop
     // costs registers and instruction cache: with a third one (aligned edge blocks) ptxas spills
     // on sm_80, and keeping the checked path inside the interior loop for a last partial K tile
-    // cost 2% at 4096 on the H100.
+    // was slower (docs/final-kernel-search.md, search 6).
     const bool b_aligned = ldb % 4 == 0 && reinterpret_cast<size_t>(B) % 16 == 0;
     const bool inside = b_aligned && row0 + BM <= M && col0 + BN <= N && K % BK == 0
                         && lda < (1 << 23) && ldb < (1 << 23);

@@ -1,14 +1,34 @@
 """Compilation with NVRTC from pip: no GPU needed."""
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
-from gemmlab import registry, sass
+from gemmlab import registry, sass, spec as spec_module
 from gemmlab.compile import ARCHS, CompileError, compile_kernel
 from gemmlab.registry import KERNELS
+from gemmlab.spec import IllegalConfig
 
 CASES = [(name, cfg) for name, spec in KERNELS.items() for cfg in spec.extreme_configs()]
+ARCHS_TESTED = ("sm_80", "sm_90")
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.fixture(scope="module", autouse=True)
+def compiled_in_parallel():
+    """Every case compiled once up front, as many at a time as there are cores (NVRTC releases the
+    GIL), into the session's fresh cache: the tests below then check the builds. A case that fails
+    to compile is not cached, so its test compiles it again and reports the error."""
+    def build(job):
+        try:
+            compile_kernel(*job)
+        except Exception:
+            pass
+    jobs = [(name, cfg, arch) for name, cfg in CASES for arch in ARCHS_TESTED]
+    with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        list(pool.map(build, jobs))
+
+
+@pytest.mark.parametrize("arch", ARCHS_TESTED)
 @pytest.mark.parametrize("name,cfg", CASES, ids=[f"{n}-{'-'.join(f'{k}{v}' for k, v in c.items())}" for n, c in CASES])
 def test_compiles_at_default_and_extreme_configs(name, cfg, arch, tmp_path, monkeypatch):
     build = compile_kernel(name, cfg, arch)
@@ -30,7 +50,7 @@ def test_extreme_configs_cover_both_ends_of_every_tunable():
             assert min(used) in seen and max(used) in seen
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("arch", ARCHS_TESTED)
 def test_cubin_resources_agree_with_the_ptxas_report(arch):
     """Resources come from the cubin; wherever NVRTC's log carries the ptxas report, they agree."""
     from gemmlab.compile import Resources
@@ -46,7 +66,7 @@ def test_cubin_resources_agree_with_the_ptxas_report(arch):
 
 def test_illegal_config_is_refused_before_compiling(tmp_path, monkeypatch):
     monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
-    with pytest.raises(registry.IllegalConfig, match="static-shared-memory|block-size"):
+    with pytest.raises(IllegalConfig, match="static-shared-memory|block-size"):
         compile_kernel("03_coalescing", {"TILE": 64, "OUTPUTS": 2})
     assert not list(tmp_path.iterdir()), "nothing was compiled or cached"
 
@@ -67,7 +87,7 @@ def test_compile_error_names_file_and_line(tmp_path, monkeypatch):
     source = registry.get("01").path.read_text().replace("acc += A", "acc += undefined_name + A")
     (kernels / "01_naive.cu").write_text(source)
     line = next(i for i, l in enumerate(source.splitlines(), 1) if "undefined_name" in l)
-    monkeypatch.setattr(registry, "KERNEL_DIR", kernels)
+    monkeypatch.setattr(spec_module, "KERNEL_DIR", kernels)
     monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path / "cache"))
     with pytest.raises(CompileError, match=rf"kernels/01_naive\.cu\({line}\): error: identifier \"undefined_name\" is undefined"):
         compile_kernel("01_naive")
@@ -89,7 +109,7 @@ def test_archs_listed_are_the_tested_ones():
 def test_snake_order_reads_fewer_registers_and_pairs_fewer_banks(name):
     """SNAKE=1 walks odd rows backwards so consecutive FFMAs share an operand: the SASS must show
     more operands served by the reuse cache and fewer FFMAs with two reads in one bank."""
-    (_, before), (_, with_snake) = KERNELS[name].studies[:2]   # the chapter's first step is SNAKE
+    (_, before), (_, with_snake) = KERNELS[name].steps[:2]   # the chapter's first step is SNAKE
     rows = sass.operand_reads(compile_kernel(name, before))
     snake = sass.operand_reads(compile_kernel(name, with_snake))
     assert rows["ffma"] == snake["ffma"] > 0
@@ -102,7 +122,7 @@ def test_spread_puts_the_next_tiles_copies_among_the_ffmas():
     of the hot loop; with SPREAD=4 the first copy comes after FFMAs, and the copies reach across more
     than half of the loop (groups at k steps 1, 6 and 11 of 16)."""
     spec = KERNELS["10_final"]
-    (_, before), (_, spread) = spec.studies[-2:]   # the chapter's last step is SPREAD
+    (_, before), (_, spread) = spec.steps[-2:]   # the chapter's last step is SPREAD
 
     def layout(cfg):
         ops = sass.hot_region(compile_kernel(spec, cfg))

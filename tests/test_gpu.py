@@ -2,7 +2,8 @@
 import pytest
 
 from gemmlab import bench, device, registry
-from gemmlab.registry import KERNELS, Problem
+from gemmlab.registry import KERNELS
+from gemmlab.spec import Problem, UnsupportedShape
 
 pytestmark = pytest.mark.gpu
 
@@ -31,9 +32,9 @@ def test_correct_on_awkward_shapes(name, cfg):
     for problem in AWKWARD:
         try:
             kernel.spec.check_shape(kernel.params, problem)
-        except registry.UnsupportedShape as refused:
+        except UnsupportedShape as refused:
             assert "multiples of 4" in str(refused)
-            with pytest.raises(registry.UnsupportedShape):
+            with pytest.raises(UnsupportedShape):
                 kernel.validate(problem, seed=1)
             continue
         check = kernel.validate(problem, seed=1)
@@ -78,7 +79,7 @@ def test_misaligned_pointers_are_refused_by_vector_kernels():
     kernel = bench.Kernel("08_warp_tiling")
     ops = bench.Operands.random(Problem(64, 64, 64, lda=68), seed=4)
     shifted = bench.Operands(Problem(64, 64, 60, lda=68), ops.A[:, 1:61], ops.B[:60], ops.C, None)
-    with pytest.raises(registry.UnsupportedShape, match="pointer-alignment"):
+    with pytest.raises(UnsupportedShape, match="pointer-alignment"):
         kernel(shifted)
 
 
@@ -88,7 +89,7 @@ def test_poisoned_output_is_caught():
     problem = Problem(96, 96, 64)
     ops = bench.Operands.random(problem, seed=2)
     kernel(bench.Operands(Problem(64, 96, 64), ops.A[:64], ops.B, ops.C[:64], None))
-    check = bench.compare(ops)
+    check = bench.check(ops)
     assert not check.ok and check.nonfinite == 32 * 96
 
 
@@ -97,7 +98,7 @@ def test_wrong_answer_is_caught():
     ops = bench.Operands.random(Problem(64, 64, 64), seed=3)
     kernel(ops)
     ops.C[5, 7] += 1e-3
-    assert not bench.compare(ops).ok
+    assert not bench.check(ops).ok
 
 
 def test_cublas_baseline_is_fp32_not_tf32():
@@ -120,5 +121,5 @@ def test_timing_is_sane():
 
 def test_unsupported_grid_is_refused_not_launched():
     spec = registry.get("01_naive")
-    with pytest.raises(registry.UnsupportedShape, match="grid-y-limit"):
+    with pytest.raises(UnsupportedShape, match="grid-y-limit"):
         spec.launch(spec.defaults, Problem(32 * 65536, 1, 1))

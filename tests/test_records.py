@@ -1,7 +1,7 @@
 """Recorded GPU results: present, complete and fresh."""
 import pytest
 
-from gemmlab import lessons, records, registry
+from gemmlab import course, records, registry
 
 
 def test_a_record_is_shipped():
@@ -19,7 +19,7 @@ def test_record_is_fresh(record):
 def test_record_covers_every_kernel_config_and_explorer_size(record):
     for name, spec in registry.KERNELS.items():
         for cfg in spec.explorer_configs():
-            for s in registry.EXPLORER_SIZES:
+            for s in course.EXPLORER_SIZES:
                 row = record.result(name, cfg, (s, s, s))
                 assert row["rel_err"] <= row["tol"], "only validated results are recorded"
                 assert 0 < row["gflops"] < record.device["peak_fp32_tflops"] * 1e3
@@ -30,7 +30,7 @@ def test_record_says_where_and_when(record):
     d = record.data
     assert d["device"]["name"] and d["date"] and d["versions"]["nvrtc"]
     assert record.label.startswith("recorded on ")
-    assert [r["size"] for r in d["chapter00"]["cublas_sweep"]] == list(registry.CUBLAS_SIZES)
+    assert [r["size"] for r in d["chapter00"]["cublas_sweep"]] == list(course.CUBLAS_SIZES)
 
 
 def test_stale_source_is_refused(monkeypatch):
@@ -45,38 +45,43 @@ def test_ladder_covers_every_kernel_at_every_ladder_shape(record):
     rows = record.data["ladder"]
     for name in registry.KERNELS:
         shapes = {(r["M"], r["N"], r["K"]) for r in rows if r["kernel"] == name}
-        assert shapes == set(registry.LADDER_SHAPES), name
+        assert shapes == set(course.LADDER_SHAPES), name
     assert all(r["rel_err"] <= r["tol"] for r in rows)
 
 
 @pytest.mark.parametrize("record", records.load_all(), ids=lambda r: r.path.name)
 def test_final_table_is_interleaved_validated_and_complete(record):
     rows = record.data["final"]
-    assert [(r["M"], r["N"], r["K"]) for r in rows] == [tuple(s) for s in registry.FINAL_SHAPES]
+    searched = registry.with_shape_search()
+    assert [(r["kernel"], records.shape_key(r)) for r in rows] == [(spec.name, tuple(s)) for spec in searched
+                                                                   for s in spec.shape_search.shapes]
     for r in rows:
-        assert r["kernel"] == "10_final" and r["reps"] >= 20 and r["rel_err"] <= r["tol"]
+        assert r["reps"] >= registry.get(r["kernel"]).shape_search.reps and r["rel_err"] <= r["tol"]
         assert abs(r["ratio"] - r["gflops"] / r["cublas_gflops"]) < 1e-9
-    assert {s["kernel"] for s in record.data["stalls"]} == {"08_warp_tiling", "10_final", "cublas"}
+    profiled = {s.name for s in registry.KERNELS.values() if s.stall_profiles}
+    assert {s["kernel"] for s in record.data["stalls"]} == profiled | {"cublas"}
 
 
 @pytest.mark.parametrize("record", records.load_all(), ids=lambda r: r.path.name)
 def test_final_table_uses_the_fastest_configuration_searched_at_each_shape(record):
     search = record.data["final_search"]
-    spec = registry.get("10_final")
-    wanted = {(tuple(s), tuple(sorted(spec.resolve(c).items())))
-              for s in registry.FINAL_SHAPES for c in registry.FINAL_CANDIDATES}
-    assert {((r["M"], r["N"], r["K"]), tuple(sorted(r["params"].items()))) for r in search} == wanted
+    wanted = {(spec.name, tuple(s), tuple(sorted(spec.resolve(c).items())))
+              for spec in registry.with_shape_search() for s in spec.shape_search.shapes
+              for c in spec.shape_search.candidates}
+    assert {(r["kernel"], records.shape_key(r), tuple(sorted(r["params"].items()))) for r in search} == wanted
     assert all(r["rel_err"] <= r["tol"] for r in search)
     for row in record.data["final"]:
-        assert row["params"] == lessons.final_params(search, (row["M"], row["N"], row["K"]))
+        mine = [r for r in search if r["kernel"] == row["kernel"]]
+        assert row["params"] == records.fastest_at(mine, records.shape_key(row))
 
 
 @pytest.mark.parametrize("record", records.load_all(), ids=lambda r: r.path.name)
 def test_every_chapter_step_is_recorded_with_its_stall_profile(record):
-    size = (registry.STUDY_SIZE,) * 3
+    size = (course.STEP_SIZE,) * 3
     profiled = {(s["kernel"], tuple(sorted(s["params"].items()))) for s in record.data["stalls"]}
     for name, spec in registry.KERNELS.items():
-        for full in records.study_configs(name):
+        for full in spec.step_configs():
             row = record.result(name, full, size)
             assert row["rel_err"] <= row["tol"]
-            assert (name, tuple(sorted(full.items()))) in profiled, (name, full)
+            if spec.stall_profiles:
+                assert (name, tuple(sorted(full.items()))) in profiled, (name, full)

@@ -3,8 +3,9 @@ import re
 
 import pytest
 
-from gemmlab import registry
-from gemmlab.registry import IllegalConfig, KERNELS, KERNEL_DIR, Problem
+from gemmlab import course, registry, spec as spec_module
+from gemmlab.registry import KERNELS
+from gemmlab.spec import IllegalConfig, KERNEL_DIR, Problem
 
 DEFINE = re.compile(r"#ifndef (\w+)\s*\n#define \1 (-?\d+)")
 
@@ -73,6 +74,9 @@ def test_lookup_by_chapter_number_and_unknown_names():
     assert registry.get("03").name == "03_coalescing"
     with pytest.raises(KeyError, match="known kernels"):
         registry.get("99")
+    with pytest.raises(KeyError, match="matches several kernels: 01_naive, 02_smem_tiling"):
+        registry.get("0")
+    assert str(registry.UnknownKernel("no kernel 'x'")) == "no kernel 'x'", "the message is not quoted"
 
 
 def test_launch_geometry_covers_every_element():
@@ -85,15 +89,15 @@ def test_launch_geometry_covers_every_element():
 def test_split_plan_fills_the_last_wave_or_leaves_it():
     """The tiles of a last partial wave are split only where the pieces keep more SMs busy."""
     # 6144^3 in 128 x 256 tiles on 132 SMs: 1,152 tiles, 8 whole waves and 96 tiles over
-    assert registry.split_tiles(1152, 384, 132, 4) == 96
-    assert registry.split_tiles(2048, 512, 132, 3) == 68    # 8192^3
+    assert spec_module.split_tiles(1152, 384, 132, 4) == 96
+    assert spec_module.split_tiles(2048, 512, 132, 3) == 68    # 8192^3
     # 4096^3: 116 tiles over; 9 pieces of 28 K tiles cost more than the idle SMs (measured)
-    assert registry.split_tiles(512, 256, 132, 9) == 0
-    assert registry.split_tiles(512, 256, 132, 4) == 0      # 464 pieces of 1/4: still 4 rounds, no gain
-    assert registry.split_tiles(264, 256, 132, 9) == 0      # whole waves: nothing to balance
-    assert registry.split_tiles(512, 4, 132, 9) == 0        # K shorter than the pieces
-    assert registry.split_tiles(512, 256, 132, 1) == 0
-    assert registry.split_tiles(12, 9, 132, 9) == 12        # a small problem: every tile split along K
+    assert spec_module.split_tiles(512, 256, 132, 9) == 0
+    assert spec_module.split_tiles(512, 256, 132, 4) == 0      # 464 pieces of 1/4: still 4 rounds, no gain
+    assert spec_module.split_tiles(264, 256, 132, 9) == 0      # whole waves: nothing to balance
+    assert spec_module.split_tiles(512, 4, 132, 9) == 0        # K shorter than the pieces
+    assert spec_module.split_tiles(512, 256, 132, 1) == 0
+    assert spec_module.split_tiles(12, 9, 132, 9) == 12        # a small problem: every tile split along K
 
 
 def test_split_launch_is_whole_tiles_then_pieces():
@@ -107,12 +111,12 @@ def test_split_launch_is_whole_tiles_then_pieces():
 
 def test_kernel_and_registry_agree_on_the_split_flags():
     source = registry.get("10").path.read_text()
-    assert re.search(rf"#define SPLIT_FLAGS {registry.SPLIT_FLAGS}\b", source)
+    assert re.search(rf"#define SPLIT_FLAGS {spec_module.SPLIT_FLAGS}\b", source)
 
 
 def test_final_candidates_are_legal_and_distinct():
     spec = registry.get("10")
-    full = [spec.resolve(cfg) for cfg in registry.FINAL_CANDIDATES]
+    full = [spec.resolve(cfg) for cfg in spec.shape_search.candidates]
     assert len({tuple(sorted(f.items())) for f in full}) == len(full)
     assert any(f["SPLIT"] > 1 for f in full) and any(f["SPLIT"] == 1 for f in full)
 
@@ -138,10 +142,10 @@ def test_owner_model_gives_every_thread_its_share(name):
         assert len(set(owners.values())) == 1
 
 
-@pytest.mark.parametrize("name", [n for n, s in KERNELS.items() if s.studies])
+@pytest.mark.parametrize("name", [n for n, s in KERNELS.items() if s.steps])
 def test_chapter_steps_are_legal_and_end_at_the_defaults_of_what_they_switch(name):
     spec = KERNELS[name]
-    fulls = [spec.resolve(cfg) for _, cfg in spec.studies]
+    fulls = spec.step_configs()
     assert len({tuple(sorted(f.items())) for f in fulls}) == len(fulls), "each step differs"
-    switched = {k for _, cfg in spec.studies for k in cfg if len({c.get(k) for _, c in spec.studies}) > 1}
+    switched = {k for _, cfg in spec.steps for k in cfg if len({c.get(k) for _, c in spec.steps}) > 1}
     assert switched and all(fulls[-1][k] == spec.defaults[k] for k in switched)

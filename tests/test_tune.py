@@ -2,6 +2,7 @@
 import pytest
 
 from gemmlab import device, registry, tune
+from gemmlab.spec import IllegalConfig
 
 
 @pytest.fixture(autouse=True)
@@ -18,16 +19,16 @@ def test_size_classes_round_each_dimension_to_a_power_of_two():
 def test_remembered_best_is_found_next_time_for_the_same_class():
     row = {"params": {"TILE": 16, "OUTPUTS": 2}, "gflops": 1.0, "cublas_gflops": 2.0}
     tune.remember("GPU X", "03_coalescing", (4096, 4096, 4096), row)
-    assert tune.best_params("GPU X", "03", (4000, 4100, 4096)) == {"TILE": 16, "OUTPUTS": 2}
-    assert tune.best_params("GPU X", "03", (2048, 2048, 2048)) is None
-    assert tune.best_params("GPU Y", "03", (4096, 4096, 4096)) is None
+    assert tune.remembered("GPU X", "03", (4000, 4100, 4096)) == {"TILE": 16, "OUTPUTS": 2}
+    assert tune.remembered("GPU X", "03", (2048, 2048, 2048)) is None
+    assert tune.remembered("GPU Y", "03", (4096, 4096, 4096)) is None
 
 
 def test_entries_for_a_changed_kernel_are_ignored(monkeypatch):
     row = {"params": registry.get("02").defaults, "gflops": 1.0, "cublas_gflops": 2.0}
     tune.remember("GPU X", "02", (1024, 1024, 1024), row)
-    monkeypatch.setattr(tune.compiler, "source_hash", lambda spec: "changed")
-    assert tune.best_params("GPU X", "02", (1024, 1024, 1024)) is None
+    monkeypatch.setattr(tune.identity, "code_hash", lambda path: "changed")
+    assert tune.remembered("GPU X", "02", (1024, 1024, 1024)) is None
 
 
 @pytest.mark.gpu
@@ -35,7 +36,7 @@ def test_tune_validates_times_and_remembers():
     search = tune.tune("03_coalescing", (512, 512, 512), progress=False, budget_s=0.05)
     assert len(search.rows) == len(registry.get("03").legal_configs())
     assert all(r["rel_err"] <= r["tol"] for r in search.rows)
-    assert tune.best_params(device.facts().name, "03", (512, 512, 512)) == search.best["params"]
+    assert tune.remembered(device.facts().name, "03", (512, 512, 512)) == search.best["params"]
 
 
 def test_only_narrows_the_search_to_legal_configurations_with_those_values():
@@ -43,7 +44,7 @@ def test_only_narrows_the_search_to_legal_configurations_with_those_values():
     assert narrowed and all(c["BK"] == 16 and c["STAGES"] in (2, 3) and c["BN"] == 256 for c in narrowed)
     assert all(registry.get("10").is_legal(c) for c in narrowed)
     assert len(narrowed) < len(registry.get("10").legal_configs())
-    with pytest.raises(registry.IllegalConfig, match="not a tunable"):
+    with pytest.raises(IllegalConfig, match="not a tunable"):
         tune.candidates("10_final", {"TILE": {16}})
-    with pytest.raises(registry.IllegalConfig, match="legal values are"):
+    with pytest.raises(IllegalConfig, match="legal values are"):
         tune.candidates("10_final", {"BK": {7}})

@@ -1,0 +1,37 @@
+"""A kernel's source identity: what its records and tuned configurations are tied to.
+
+It is a hash of the code's tokens, not of the file's bytes: comments and the layout of white space
+do not count, so fixing a typo in a kernel's header comment leaves its records fresh, while any
+change to a statement, a define or a string (inline PTX) makes them stale.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+# String and character literals are kept whole (a '//' inside one is no comment); comments go.
+_LITERAL_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.DOTALL)
+_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|[A-Za-z_]\w*|\d[\w.]*'
+                    r'|<<=|>>=|->|\+\+|--|<<|>>|&&|\|\||::|[-+*/%&|^<>=!]=|\S')
+
+
+def _without_comments(text: str) -> str:
+    return _LITERAL_OR_COMMENT.sub(lambda m: m.group(0) if m.group(0)[0] in "\"'" else " ", text)
+
+
+def code_tokens(text: str) -> list[str]:
+    """The tokens of C/CUDA source with comments dropped. A preprocessor directive ends at its
+    line's end, so each one is closed by a newline token."""
+    tokens = []
+    for line in re.sub(r"\\\n", " ", _without_comments(text)).splitlines():
+        found = _TOKEN.findall(line)
+        tokens += found
+        if found and found[0] == "#":
+            tokens.append("\n")
+    return tokens
+
+
+def code_hash(path: Path) -> str:
+    """16 hex digits of SHA-256 over the code's tokens."""
+    return hashlib.sha256("\x1f".join(code_tokens(path.read_text())).encode()).hexdigest()[:16]

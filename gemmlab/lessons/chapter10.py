@@ -1,0 +1,103 @@
+"""Chapter 10: where the hot loop issues its copies, the per-shape search and table against
+cuBLAS, and the stall profiles."""
+from __future__ import annotations
+
+from .. import campaigns, plots, records, registry, sass, source
+from ..compile import compile_kernel
+from .display import markdown, table
+
+
+def show_copy_placement(name: str, arch: str = "sm_90") -> None:
+    """Where the hot loop issues the next tile's copies, in the chapter's last two steps (SPREAD off,
+    then on), from the SASS (no GPU needed): what a warp issues between the barrier and its first
+    FFMA, and a strip of the whole loop, one tick per instruction."""
+    spec = registry.get(name)
+    rows, strips = [], []
+    for full in spec.step_configs()[-2:]:
+        ops = sass.hot_region(compile_kernel(spec, full, arch))
+        barrier = next(i for i, op in enumerate(ops) if op.startswith("BAR"))
+        first_ffma = ops.index("FFMA", barrier)
+        between = ops[barrier + 1:first_ffma]
+        copies = [i for i, op in enumerate(ops) if op.startswith("LDGSTS")]
+        rows.append([f"SPREAD={full['SPREAD']}", len(ops), len(between),
+                     sum(op.startswith("LDGSTS") for op in between), sum(op.startswith("LDS.128") for op in between),
+                     f"{min(copies) / len(ops):.0%} to {max(copies) / len(ops):.0%}"])
+        strips.append((f"SPREAD={full['SPREAD']}", ops))
+    markdown(table(["build", "hot loop: instructions", "after the barrier, before the first FFMA",
+                    "of them copies", "of them shared loads", "copies sit at (share of the loop)"], rows)
+             + f"\n\n{spec.name} [{spec.config_label(full)}], {arch}, static counts from the SASS")
+    plots.hot_loop(strips, f"{spec.name}, {arch} SASS of the hot loop (one K tile)")
+
+
+def _search(spec) -> tuple[list[dict], str]:
+    rec = source.record()
+    return [r for r in rec.section("final_search", "the per-shape search") if r["kernel"] == spec.name], rec.label
+
+
+def show_final_search(name: str) -> None:
+    """The recorded search behind the final table: every candidate configuration at every shape,
+    as a share of cuBLAS in the same run; the one each shape uses is bold in the table, circled
+    in the plot."""
+    spec = registry.get(name)
+    search, label = _search(spec)
+    shapes = [tuple(s) for s in spec.shape_search.shapes]
+    picks = {s: records.fastest_at(search, s) for s in shapes}
+    rows = []
+    for cfg in spec.shape_search.candidates:
+        full = spec.resolve(cfg)
+        cells = {records.shape_key(r): r for r in search if r["params"] == full}
+        rows.append([spec.changes_label(full) or "the defaults"]
+                    + [("**{:.3f}**" if picks[s] == full else "{:.3f}").format(cells[s]["ratio"])
+                       if s in cells else "-" for s in shapes])
+    markdown(table(["configuration (changes from the defaults)"] + [records.shape_label(s) for s in shapes], rows)
+             + f"\n\nShare of cuBLAS timed in the same run; bold: the fastest at each shape, which the table "
+             f"below re-measures. *{label}*")
+    plots.final_search(spec, search, shapes, picks, label)
+
+
+def show_final_table(name: str) -> None:
+    """The kernel against cuBLAS over its per-shape search's shapes, each at its own configuration:
+    live on a GPU (what `tune` found on this GPU for the shape's size class, else the record's
+    per-shape search), else the recorded run."""
+    spec = registry.get(name)
+    src = source.here()
+    rows = [r for r in src.campaign("final", "the final table",
+                                    lambda: campaigns.measure_final(spec, lambda shape: src.config_at(spec, shape)))
+            if r["kernel"] == spec.name]
+    body = [[records.shape_label(records.shape_key(r)), spec.changes_label(r["params"]) or "the defaults",
+             f"{r['gflops'] / 1e3:.2f}", f"{r['spread']:.1%}", f"{r['cublas_gflops'] / 1e3:.2f}",
+             f"{r['cublas_spread']:.1%}", f"{r['ratio']:.3f}", r["reps"], f"{r['rel_err']:.1e}"] for r in rows]
+    markdown(table(["M x N x K", "configuration (changes from the defaults)", f"{spec.title} TFLOP/s", "spread",
+                    "cuBLAS TFLOP/s", "spread", "kernel / cuBLAS", "timed runs each", "relative error"], body)
+             + f"\n\ndefaults: {spec.config_label(spec.defaults)}; medians of interleaved runs, L2 flushed "
+             f"before each; spread = interquartile range / median. *{src.label}*")
+    plots.versus(rows, src.label)
+
+
+def show_stall_profile() -> None:
+    """Why warps were not issuing: Nsight Compute's stall reasons per issued instruction, for the
+    best configuration of every kernel the record profiles and for cuBLAS's own FP32 kernel.
+    The record also profiles the chapters' steps; show_steps shows those."""
+    rec = source.record()
+    rows = rec.stalls()
+    # the first profile of each kernel is its best configuration (the recorder's order)
+    rows = [r for i, r in enumerate(rows) if r["kernel"] not in {x["kernel"] for x in rows[:i]}]
+    if not rows:
+        print(f"no stall profiles in the record ({rec.label}); `python -m gemmlab record --final` on a GPU with ncu")
+        return
+    shown = records.STALL_REASONS[:6]
+    body = []
+    for r in rows:
+        if r["kernel"] == "cublas":
+            name = "cuBLAS FP32"
+        else:
+            spec = registry.get(r["kernel"])
+            name = f"{spec.title} [{spec.config_label(r['params'])}]"
+        lost = sum(v for k, v in r["stalls"].items() if k != "not_selected")
+        body.append([name, f"{r['issued_per_scheduler']:.2f}", *(f"{r['stalls'][k]:.2f}" for k in shown), f"{lost:.2f}"])
+    markdown(table(["kernel", "instructions issued per cycle per scheduler",
+                    *(k.replace("_", " ") for k in shown), "all stalls"], body)
+             + f"\n\ncycles a warp spent stalled, per instruction it issued, by reason; 'not selected' "
+             f"(eligible, but another warp issued) left out of the total. {rows[0]['size']}^3, one launch "
+             f"each under `ncu --clock-control none`; {rec.label}")
+    plots.stalls(rows, records.STALL_REASONS, rec.label)

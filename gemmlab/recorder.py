@@ -1,0 +1,154 @@
+"""Writes records: runs the measurement campaigns on this GPU, profiles with Nsight Compute, and
+saves one JSON file per device under gemmlab/data/ (records.py reads them).
+
+`python -m gemmlab record` measures every kernel over every configuration its sliders offer and
+every explorer size, each chapter's steps, chapter 00's measurements, the ladder, the final
+chapter's per-shape search and table, and the Nsight Compute counters and stall profiles.
+"""
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from . import bench, campaigns, course, device, identity, records, registry, toolchain
+from .spec import KernelSpec
+
+# Nsight Compute's names for what records.STALL_REASONS lists, per issued instruction.
+STALL_METRICS = {f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio": r for r in records.STALL_REASONS}
+ISSUE_METRIC = "smsp__issue_active.avg.per_cycle_active"
+# and what was issued, and how busy the L1/shared-memory pipes were
+MIX_METRICS = {"smsp__inst_executed.sum": "instructions",
+               "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": "ffma_thread_instructions",
+               "l1tex__throughput.avg.pct_of_peak_sustained_active": "l1_shared_pct_of_peak"}
+
+
+def versions() -> dict:
+    out = {"python": platform.python_version(), "nvrtc": toolchain.nvrtc_build()}
+    for dist in ("cupy-cuda13x", "cupy-cuda12x", "numpy"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _ncu_csv(metrics: list[str], run_args: list[str]) -> dict[str, float] | None:
+    """The metrics of the first GEMM launch of `python -m gemmlab run RUN_ARGS` under ncu (clocks
+    left alone), or None where ncu is missing or gave nothing."""
+    ncu = shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if Path(p).exists()), None)
+    if ncu is None or os.environ.get("GEMMLAB_NO_NCU"):
+        return None
+    cmd = [ncu, "--clock-control", "none", "--kernel-name", "regex:gemm", "--launch-count", "1", "--csv",
+           "--metrics", ",".join(metrics), sys.executable, "-m", "gemmlab", "run", *run_args]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    rows = [r for r in csv.reader(result.stdout.splitlines()) if len(r) > 3]
+    if not rows or "Metric Name" not in rows[0]:
+        print(f"warning: ncu gave no counters for {' '.join(run_args)}:\n{result.stdout[-1500:]}\n{result.stderr[-1500:]}")
+        return None
+    head = rows[0]
+    return {r[head.index("Metric Name")]: float(r[head.index("Metric Value")].replace(",", "")) for r in rows[1:]}
+
+
+def _run_args(name: str, params: dict, size: int) -> list[str]:
+    return [name, "--size", *[str(size)] * 3, *[f"-D{k}={v}" for k, v in params.items()]]
+
+
+def profile_counters(specs: list[KernelSpec]) -> dict:
+    """Each kernel's counter configurations run once under ncu, and the memory counters read.
+    {} where ncu is not installed: the counters are extra evidence, not a requirement."""
+    out = {}
+    for spec in specs:
+        for params in spec.counter_configs():
+            values = _ncu_csv(list(records.COUNTERS), _run_args(spec.name, params, course.COUNTER_SIZE))
+            if values:
+                out.setdefault(spec.name, []).append({"params": params, "size": course.COUNTER_SIZE,
+                                                      "counters": values})
+    return out
+
+
+def profile_stalls(runs: list[tuple[str, dict]], size: int = course.STEP_SIZE) -> list[dict]:
+    """Issue rate and stall reasons of each (kernel or 'cublas', params) at size^3."""
+    out = []
+    for name, params in runs:
+        values = _ncu_csv([ISSUE_METRIC, *STALL_METRICS, *MIX_METRICS], _run_args(name, params, size))
+        if values:
+            out.append({"kernel": name, "params": params, "size": size,
+                        "issued_per_scheduler": values[ISSUE_METRIC],
+                        "stalls": {STALL_METRICS[m]: values[m] for m in STALL_METRICS},
+                        **{MIX_METRICS[m]: values.get(m) for m in MIX_METRICS}})
+    return out
+
+
+def _stall_runs(results: list[dict]) -> list[tuple[str, dict]]:
+    """For every kernel that asks for stall profiles: its best configuration at the step size, then
+    each of its steps; cuBLAS last."""
+    runs = []
+    for spec in registry.KERNELS.values():
+        if spec.stall_profiles:
+            best = records.best_config(results, spec.name, course.STEP_SIZE, spec.defaults)
+            runs += [(spec.name, full) for full in [best, *spec.step_configs()] if (spec.name, full) not in runs]
+    return runs + [("cublas", {})]
+
+
+def _save(path: Path, data: dict) -> None:
+    """Write next to the file, then rename over it: an interruption leaves the old record whole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_dir: Path = records.DATA_DIR,
+           progress: bool = True, ladder: bool = False, final: bool = False) -> Path:
+    """Measure and write a record for this GPU. Every result was validated first (bench.bench
+    raises on a wrong answer, and a failing configuration aborts the record).
+    With nothing asked for: everything. With kernels: only their results (and counters) are
+    replaced in this GPU's existing record; `ladder` re-measures chapter 09's ladder (from the
+    results now in the record), `final` the per-shape search and table and the stall profiles."""
+    facts = device.facts()
+    if facts is None:
+        raise RuntimeError(device.why_unavailable())
+    path = out_dir / f"{records.slug(facts.name)}.json"
+    everything = not kernels and not ladder and not final
+    # read what is there before measuring: a damaged file stops us now, not after an hour
+    data = json.loads(path.read_text()) if not everything and path.exists() else {"results": [], "sources": {}, "ncu": {}}
+    specs = list(registry.KERNELS.values()) if everything else [registry.get(k) for k in kernels or []]
+    jobs = [(spec, cfg, s) for spec in specs for cfg in spec.explorer_configs() for s in sizes]
+    jobs += [(spec, full, course.STEP_SIZE) for spec in specs for full in spec.step_configs()
+             if (spec, full, course.STEP_SIZE) not in jobs]
+    results = [bench.bench(spec, cfg, (s, s, s), budget_s=0.25).as_row()
+               for spec, cfg, s in tqdm(jobs, desc="record", disable=not progress)]
+    names = {spec.name for spec in specs}
+    data["results"] = [r for r in data["results"] if r["kernel"] not in names] + results
+    data["sources"].update({spec.name: identity.code_hash(spec.path) for spec in specs})
+    data["ncu"].update(profile_counters(specs))
+    data.update({
+        "device": {**facts.as_dict(), "measured_copy_gbs": round(device.measure_copy_bandwidth(), 1)},
+        "date": _dt.date.today().isoformat(),
+        "versions": {**versions(), "driver_cuda": facts.driver_cuda},
+    })
+    if everything or "chapter00" not in data:
+        data["chapter00"] = campaigns.measure_chapter00()
+    if everything or ladder:
+        data["ladder"] = campaigns.measure_ladder(data["results"], progress)
+    if everything or final:
+        data["final_search"], data["final"] = [], []
+        for spec in registry.with_shape_search():
+            search = campaigns.measure_shape_search(spec, progress)
+            data["final_search"] += search
+            data["final"] += campaigns.measure_final(spec, lambda shape: records.fastest_at(search, shape), progress)
+        data["stalls"] = profile_stalls(_stall_runs(data["results"]))
+    _save(path, data)
+    return path

@@ -1,0 +1,145 @@
+"""Where a figure comes from: measured now on this reader's GPU, or read from the record.
+
+`here()` answers "what do we know about this kernel, configuration and size on this machine":
+with a GPU a `Live` source validates and times now; without one a `Recorded` source reads the
+shipped record. Both answer the same questions with the same row format and say which they are
+(`label`), so lessons, widgets and the CLI never ask whether there is a GPU themselves.
+Profiles (Nsight Compute counters and stalls) exist only in the record: `record()`.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+from tqdm.auto import tqdm
+
+from . import bench, device, records, tune
+from .records import Record
+from .spec import KernelSpec, Params
+
+
+def shape(size) -> tuple[int, int, int]:
+    """An int n means n x n x n; a triple is (M, N, K)."""
+    return (size, size, size) if isinstance(size, int) else tuple(size)
+
+
+def record() -> Record:
+    """The newest shipped record (profiles are only there, GPU or not)."""
+    return records.latest()
+
+
+class Recorded:
+    """No GPU here: every figure comes from the record, labelled with its device and date."""
+
+    def __init__(self, rec: Record, why: str):
+        self.rec, self.why = rec, why
+
+    @property
+    def label(self) -> str:
+        return self.rec.label
+
+    @property
+    def label_with_reason(self) -> str:
+        return f"{self.rec.label} (no GPU here: {self.why})"
+
+    def device(self) -> dict:
+        return self.rec.device
+
+    def result(self, spec: KernelSpec, params: Params, size) -> dict:
+        return self.rec.result(spec.name, params, shape(size))
+
+    def sweep(self, spec: KernelSpec, size) -> list[dict]:
+        """Every configuration the sliders offer, at one size."""
+        return self.rec.at(spec.name, shape(size))
+
+    def best(self, spec: KernelSpec, size) -> dict:
+        return self.rec.best(spec.name, shape(size))
+
+    def search(self, spec: KernelSpec, size) -> tuple[list[dict], list[tuple[dict, str]], str]:
+        """The autotuner's search over the configurations the sliders offer: (rows, refused, note)."""
+        return (self.rec.at(spec.name, shape(size)), [],
+                " (the record's sweep; `python -m gemmlab tune` searches on your GPU)")
+
+    def campaign(self, name: str, what: str, measure: Callable[[], object]):
+        """A whole measurement programme (chapter 00's, the ladder, ...): the record's section."""
+        return self.rec.section(name, what)
+
+    def config_at(self, spec: KernelSpec, size) -> dict:
+        return _recorded_config(self.rec, spec, shape(size))
+
+
+class Live:
+    """A GPU here: every figure is validated and timed now, against cuBLAS in the same run."""
+
+    def __init__(self, facts: device.DeviceFacts):
+        self.facts = facts
+        self._campaigns: dict[str, object] = {}
+
+    @property
+    def label(self) -> str:
+        return f"measured now on {self.facts.name}"
+
+    label_with_reason = label
+
+    @functools.cached_property
+    def _copy_gbs(self) -> float:
+        return round(device.measure_copy_bandwidth(), 1)
+
+    def device(self) -> dict:
+        """The GPU's facts, with its DRAM copy bandwidth measured now (once a session)."""
+        return {**self.facts.as_dict(), "measured_copy_gbs": self._copy_gbs}
+
+    def result(self, spec: KernelSpec, params: Params, size) -> dict:
+        return bench.bench(spec, params, shape(size)).as_row()
+
+    def sweep(self, spec: KernelSpec, size) -> list[dict]:
+        return [bench.bench(spec, cfg, shape(size)).as_row()
+                for cfg in tqdm(spec.explorer_configs(), desc=f"{spec.name} at {shape(size)[0]}")]
+
+    def best(self, spec: KernelSpec, size) -> dict:
+        """The best configuration known for this size, re-measured now: what `tune` found on this
+        GPU for the size class, else the record's best, else the defaults."""
+        return self.result(spec, self.config_at(spec, size), size)
+
+    def search(self, spec: KernelSpec, size) -> tuple[list[dict], list[tuple[dict, str]], str]:
+        """Tunes now over the configurations the sliders offer; the best is remembered."""
+        found = tune.tune(spec.name, shape(size), only={p.name: set(p.offered) for p in spec.params})
+        return found.rows, found.refused, "; the best is remembered for this GPU"
+
+    def campaign(self, name: str, what: str, measure: Callable[[], object]):
+        """Runs the programme now, once per session."""
+        if name not in self._campaigns:
+            self._campaigns[name] = measure()
+        return self._campaigns[name]
+
+    def config_at(self, spec: KernelSpec, size) -> dict:
+        found = tune.remembered(self.facts.name, spec.name, shape(size))
+        if found is not None:
+            return found
+        try:
+            return _recorded_config(record(), spec, shape(size))
+        except LookupError:      # not recorded, stale, or no record at all
+            return spec.defaults
+
+
+def _recorded_config(rec: Record, spec: KernelSpec, size: tuple[int, int, int]) -> dict:
+    """The record's pick for a shape: its per-shape search where it searched that shape, else the
+    fastest recorded configuration at that size."""
+    search = [r for r in rec.data.get("final_search", []) if r["kernel"] == spec.name]
+    if spec.shape_search is not None and any(records.shape_key(r) == size for r in search):
+        return records.fastest_at(search, size)
+    return rec.best(spec.name, size)["params"]
+
+
+@functools.lru_cache(maxsize=None)
+def here() -> Live | Recorded:
+    facts = device.facts()
+    if facts is not None:
+        return Live(facts)
+    return Recorded(record(), device.why_unavailable())
+
+
+def ceilings() -> tuple[float, float]:
+    """(FP32 peak GFLOP/s, DRAM GB/s from attributes) of this GPU, or of the recorded one."""
+    d = here().device()
+    return d["peak_fp32_tflops"] * 1e3, d["dram_gbs"]

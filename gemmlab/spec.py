@@ -1,0 +1,347 @@
+"""The types every kernel is described with: tunables, rules, problems, launch geometry.
+
+A `KernelSpec` is the contract between a `.cu` file and the rest of gemmlab: which tunables
+the file reads (as -D defines), which values are legal, which combinations break a rule (checked
+before anything is compiled, with a message naming the rule), which shapes the kernel refuses,
+and how it is launched. Each kernel's spec lives in `gemmlab/specs/`, `registry` collects them.
+
+Every kernel shares one launch contract: a 1-D thread block, blockIdx.x walking the tiles of C
+along N and blockIdx.y along M (or a 1-D grid for a kernel that splits tiles), one
+`extern "C" sgemm` entry with the signature in `SIGNATURE`.
+"""
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping
+
+import numpy as np
+
+KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels"
+
+SIGNATURE = ("sgemm(int M, int N, int K, float alpha, const float* A, int lda, "
+             "const float* B, int ldb, float beta, float* C, int ldc)")
+
+Params = Mapping[str, int]
+
+
+class IllegalConfig(ValueError):
+    """A tunable combination that breaks a rule; raised before anything is compiled."""
+
+    def __init__(self, kernel: str, rule: str, message: str):
+        self.kernel, self.rule = kernel, rule
+        super().__init__(f"{kernel}: rule '{rule}' violated: {message}")
+
+
+class UnsupportedShape(ValueError):
+    """A problem shape (or leading dimension) a kernel declares it cannot compute."""
+
+    def __init__(self, kernel: str, rule: str, message: str):
+        self.kernel, self.rule = kernel, rule
+        super().__init__(f"{kernel}: cannot run this shape, rule '{rule}': {message}")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    values: tuple[int, ...]        # every legal value: what `tune` searches
+    default: int
+    doc: str
+    slider: tuple[int, ...] = ()   # the values the notebook sliders offer (and records cover); () = all
+
+    @property
+    def offered(self) -> tuple[int, ...]:
+        return self.slider or self.values
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A constraint on tunables. `holds(p)` is checked before compiling; `message(p)` says
+    what is wrong and what to do, in words a reader understands."""
+    name: str
+    holds: Callable[[Params], bool]
+    message: Callable[[Params], str]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One SGEMM call, row-major like NumPy: C[M,N] = alpha * A[M,K] @ B[K,N] + beta * C."""
+    M: int
+    N: int
+    K: int
+    lda: int = 0  # 0 means "the row length" (K, N and N)
+    ldb: int = 0
+    ldc: int = 0
+    alpha: float = 1.0
+    beta: float = 0.0
+
+    def __post_init__(self):
+        for name in ("M", "N", "K"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        object.__setattr__(self, "lda", self.lda or self.K)
+        object.__setattr__(self, "ldb", self.ldb or self.N)
+        object.__setattr__(self, "ldc", self.ldc or self.N)
+        for ld, row, what in ((self.lda, self.K, "lda"), (self.ldb, self.N, "ldb"), (self.ldc, self.N, "ldc")):
+            if ld < row:
+                raise ValueError(f"{what}={ld} is shorter than a row ({row})")
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.M * self.N * self.K
+
+
+@dataclass(frozen=True)
+class ShapeRule:
+    name: str
+    holds: Callable[[Params, Problem], bool]
+    message: Callable[[Params, Problem], str]
+
+
+@dataclass(frozen=True)
+class ShapeSearch:
+    """A configuration per shape, as a tuned library picks one: at each shape every candidate
+    (overrides on the defaults) is validated and timed, then the fastest is timed `reps` times."""
+    shapes: tuple[tuple[int, int, int], ...]
+    candidates: tuple[dict, ...]
+    reps: int
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    name: str                      # the .cu file's stem (chapter number first): the key everywhere
+    chapter: int
+    title: str                     # what a plot legend says
+    technique: str                 # one line: what this kernel adds
+    params: tuple[Param, ...]
+    threads: Callable[[Params], int]              # threads per (1-D) block
+    tile: Callable[[Params], tuple[int, int]]     # (rows, cols) of C one block owns
+    rules: tuple[Rule, ...] = ()
+    shape_rules: tuple[ShapeRule, ...] = ()
+    dynamic_smem: Callable[[Params], int] = field(default=lambda p: 0)
+    stages_tiles: bool = True      # False: threads read A and B straight from global memory
+    # Which thread of the block computes element (r, c) of the block's C tile: a model of the
+    # kernel's index arithmetic, drawn by plots.thread_map (a test checks it is a fair partition).
+    owner: Callable[[Params, int, int], int] | None = None
+    # Rows x columns of C one thread updates per k step (outer-product kernels): what it loads
+    # from shared memory per step, and the FMAs it gets for them.
+    thread_tile: Callable[[Params], tuple[int, int]] | None = None
+    # Quantities the kernel derives from its tunables (e.g. 08's sub-tile counts), for pictures.
+    geometry: Callable[[Params], dict[str, int]] = field(default=lambda p: {})
+    # Bytes every matrix pointer must be aligned to (16 for kernels that move float4s).
+    pointer_alignment: Callable[[Params], int] = field(default=lambda p: 4)
+    # Static shared memory the tiles need: checked by a rule before compiling, and against the cubin.
+    static_smem: Callable[[Params], int] = field(default=lambda p: 0)
+    # For the bank-conflict picture: the shared-memory word each lane of warp 0 reads at step k.
+    bank_words: Callable[[Params, int], list[int]] | None = None
+    # The chapter's steps: configurations (over the defaults) that switch its additions on one
+    # at a time, in order, each with a caption. `record` measures them at course.STEP_SIZE.
+    steps: tuple[tuple[str, dict], ...] = ()
+    # Pieces along K that the tiles of a last partial wave may be split into (the SPLIT tunable of
+    # 10); 1: one block per tile, always.
+    split: Callable[[Params], int] = field(default=lambda p: 1)
+    # The configurations (overrides on the defaults) whose Nsight Compute counters `record` reads.
+    counter_overrides: tuple[dict, ...] = ({},)
+    # True: `record` profiles the stall reasons of the best configuration and of every step.
+    stall_profiles: bool = False
+    # A per-shape search (the final chapter's table), or None.
+    shape_search: ShapeSearch | None = None
+
+    @property
+    def path(self) -> Path:
+        return KERNEL_DIR / f"{self.name}.cu"
+
+    @property
+    def defaults(self) -> dict[str, int]:
+        return {p.name: p.default for p in self.params}
+
+    def tunable(self, name: str) -> Param:
+        """A tunable by name; IllegalConfig naming the ones there are if it has none of that name."""
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise IllegalConfig(self.name, "known-parameter",
+                            f"{name} is not a tunable of this kernel; it has {', '.join(self.defaults) or 'none'}")
+
+    def _all_rules(self) -> tuple[Rule, ...]:
+        return (*self.rules, _static_smem_rule(self.static_smem))
+
+    def resolve(self, overrides: Params | None = None) -> dict[str, int]:
+        """Defaults merged with overrides, every value checked against its legal list and
+        every rule checked. Raises IllegalConfig naming the rule."""
+        params = self.defaults
+        for key, value in (overrides or {}).items():
+            param = self.tunable(key)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value not in param.values:
+                raise IllegalConfig(self.name, f"{key}-legal-values",
+                                    f"{key}={value!r} is not offered; legal values are {list(param.values)}")
+            params[key] = int(value)
+        for rule in self._all_rules():
+            if not rule.holds(params):
+                raise IllegalConfig(self.name, rule.name, rule.message(params))
+        return params
+
+    def is_legal(self, overrides: Params) -> bool:
+        try:
+            self.resolve(overrides)
+            return True
+        except IllegalConfig:
+            return False
+
+    def legal_configs(self) -> list[dict[str, int]]:
+        """Every legal configuration, found by assigning the tunables in order and dropping a
+        branch as soon as a rule whose tunables are all assigned fails."""
+        return [dict(c) for c in self._legal()]
+
+    def _legal(self) -> tuple[dict[str, int], ...]:
+        """legal_configs, computed once per spec and process and shared (do not modify)."""
+        key = (self.name, self.params)         # the rules come with the name
+        if key not in _LEGAL:
+            _LEGAL[key] = tuple(_enumerate(self.params, self._all_rules()))
+        return _LEGAL[key]
+
+    def explorer_configs(self) -> list[dict[str, int]]:
+        """The legal configurations the sliders offer: what `record` measures and `sweep` walks."""
+        return [dict(c) for c in self._legal() if all(c[p.name] in p.offered for p in self.params)]
+
+    def extreme_configs(self) -> list[dict[str, int]]:
+        """The defaults plus, for each tunable, a legal configuration at its smallest and at its
+        largest legal value: what the compile and correctness tests sweep."""
+        key = (self.name, self.params)
+        if key not in _EXTREME:
+            _EXTREME[key] = tuple(self._extremes())
+        return [dict(c) for c in _EXTREME[key]]
+
+    def _extremes(self) -> list[dict[str, int]]:
+        legal = self._legal()
+        names = [p.name for p in self.params]
+        table = np.array([[c[n] for n in names] for c in legal])
+        # how far each legal configuration is from the defaults, in tunables that differ
+        distance = (table != np.array([self.defaults[n] for n in names])).sum(axis=1)
+        picked = [self.defaults]
+        for column in range(len(names)):
+            for value in (table[:, column].min(), table[:, column].max()):
+                rows = np.flatnonzero(table[:, column] == value)
+                choice = legal[rows[np.argmax(distance[rows])]]   # the first of the furthest
+                if choice not in picked:
+                    picked.append(choice)
+        return picked
+
+    def step_configs(self) -> list[dict[str, int]]:
+        """The full configurations of the chapter's steps, in order."""
+        return [self.resolve(cfg) for _, cfg in self.steps]
+
+    def counter_configs(self) -> list[dict[str, int]]:
+        return [self.resolve(cfg) for cfg in self.counter_overrides]
+
+    def check_shape(self, params: Params, problem: Problem) -> None:
+        for rule in self.shape_rules:
+            if not rule.holds(params, problem):
+                raise UnsupportedShape(self.name, rule.name, rule.message(params, problem))
+
+    def launch(self, params: Params, problem: Problem,
+               slots: int | None = None) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """(grid, block) for a problem: one block per tile of C. For a kernel that splits tiles
+        (split(params) > 1), given `slots` (blocks the GPU runs at once: SMs x blocks per SM): a
+        1-D grid, the whole tiles first, then the pieces of the last `split_tiles` tiles."""
+        rows, cols = self.tile(params)
+        tiles_n, tiles_m = -(-problem.N // cols), -(-problem.M // rows)
+        block = (self.threads(params), 1, 1)
+        pieces = self.split(params)
+        if pieces > 1:
+            tiles = tiles_n * tiles_m
+            split = split_tiles(tiles, -(-problem.K // params["BK"]), slots, pieces) if slots else 0
+            blocks = tiles + split * (pieces - 1)
+            if blocks > 2**31 - 1:
+                raise UnsupportedShape(self.name, "grid-x-limit",
+                                       f"{problem.M} x {problem.N} needs {blocks} blocks, CUDA allows 2^31 - 1")
+            return (blocks, 1, 1), block
+        if tiles_m > 65535:
+            raise UnsupportedShape(self.name, "grid-y-limit",
+                                   f"M={problem.M} needs {tiles_m} block rows, CUDA allows 65535")
+        return (tiles_n, tiles_m, 1), block
+
+    def config_label(self, params: Params) -> str:
+        return " ".join(f"{k}={v}" for k, v in params.items())
+
+    def changes_label(self, params: Params) -> str:
+        """The tunables that differ from the defaults ('' for the defaults themselves)."""
+        return " ".join(f"{k}={v}" for k, v in params.items() if v != self.defaults[k])
+
+
+# Legal and extreme configurations, worked out once per spec and process.
+_LEGAL: dict[tuple, tuple[dict[str, int], ...]] = {}
+_EXTREME: dict[tuple, tuple[dict[str, int], ...]] = {}
+
+
+class _Unassigned(LookupError):
+    pass
+
+
+class _Partial(dict):
+    """Tunables assigned so far: a rule that reads one not yet assigned cannot be decided."""
+
+    def __missing__(self, key):
+        raise _Unassigned(key)
+
+    def get(self, key, default=None):
+        return self[key]
+
+
+def _enumerate(params: tuple[Param, ...], rules: tuple[Rule, ...]):
+    """Depth-first over the tunables in order; each rule is checked once its tunables are set."""
+    def walk(i: int, partial: _Partial, pending: tuple[Rule, ...]):
+        still = []
+        for rule in pending:
+            try:
+                if not rule.holds(partial):
+                    return
+            except _Unassigned:
+                still.append(rule)
+        if i == len(params):
+            yield dict(partial)
+            return
+        for value in params[i].values:
+            partial[params[i].name] = value
+            yield from walk(i + 1, partial, tuple(still))
+        del partial[params[i].name]
+
+    yield from walk(0, _Partial(), rules)
+
+
+def _static_smem_rule(bytes_: Callable[[Params], int], limit: int = 48 * 1024) -> Rule:
+    return Rule(
+        "static-shared-memory",
+        lambda p: bytes_(p) <= limit,
+        lambda p: (f"the tiles need {bytes_(p)} bytes of shared memory; a block may declare at most "
+                   f"{limit} bytes statically"),
+    )
+
+
+# --- splitting the last wave along K (the SPLIT tunable) ---------------------------------------
+
+SPLIT_FLAGS = 4096   # the most tiles one launch may split (one flag each): a kernel that splits says so too
+# What a piece of a split tile costs beyond its share of K, in K tiles: measured on the H100, where 9
+# pieces of 28 K tiles each made 4096^3 1.2% slower instead of 2.8% faster (docs/final-kernel-search.md).
+PIECE_COST = 5
+
+
+def split_tiles(tiles: int, tiles_k: int, slots: int, pieces: int) -> int:
+    """How many of the last tiles to split into `pieces` runs along K (0: none), so that the
+    last wave keeps every one of `slots` block slots busy.
+
+    Tiles run in waves of `slots`. The candidates are the tiles of the last partial wave, and those
+    plus one full wave. A piece costs 1/pieces of a tile's time plus PIECE_COST K tiles (filling
+    the pipeline, and adding into C); the choice is the one with the shortest estimate, and
+    splitting must save at least 1% of a tile's time."""
+    if pieces < 2 or tiles_k < pieces or slots < 1:
+        return 0
+    best, best_time = 0, float(-(-tiles // slots))
+    for split in (tiles % slots, tiles % slots + slots):
+        if not 0 < split <= min(tiles, SPLIT_FLAGS):
+            continue
+        time = (tiles - split) / slots + -(-split * pieces // slots) * (1 / pieces + PIECE_COST / tiles_k)
+        if time < best_time - 0.01:
+            best, best_time = split, time
+    return best

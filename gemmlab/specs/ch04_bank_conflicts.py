@@ -1,0 +1,28 @@
+"""Chapter 04: 03 with the B tile stored transposed, conflicting, padded or swizzled."""
+from ..spec import Param
+from .tiled import tiled_spec
+
+
+def _stride(p) -> int:
+    return p["TILE"] + 1 if p["LAYOUT"] == 1 else p["TILE"]
+
+
+def _bt_word(p, n: int, k: int) -> int:  # kernels/04_bank_conflicts.cu, bt()
+    return n * _stride(p) + ((k ^ (n % p["TILE"])) if p["LAYOUT"] == 2 else k)
+
+
+_LAYOUT = Param("LAYOUT", (0, 1, 2), 0, "0: B tile transposed as is (conflicts), 1: padded rows, 2: XOR swizzle")
+
+SPEC = tiled_spec(
+    "04_bank_conflicts", 4, "04 bank conflicts",
+    "03 with the B tile stored transposed; LAYOUT: 0 conflicting, 1 padded, 2 XOR-swizzled",
+    lanes_along_rows=False,
+    params=(Param("TILE", (16, 32, 64), 32, "edge of the square tile of C a block owns, and the K step"),
+            Param("OUTPUTS", (4, 8), 4, "elements of C each thread computes"),
+            _LAYOUT),
+    static_smem=lambda p: 4 * p["TILE"] * (p["TILE"] + _stride(p)),
+    # the word each lane of warp 0 reads in the inner loop, at step k
+    bank_words=lambda p, k: [_bt_word(p, lane % p["TILE"], k) for lane in range(32)],
+    # the counters of every layout: the conflicts each one leaves
+    counter_overrides=tuple({"LAYOUT": v} for v in _LAYOUT.values),
+)

@@ -1,0 +1,20 @@
+"""Chapter 05: each thread accumulates a TM x TN tile of C in registers, with outer products."""
+from ..spec import KernelSpec, Param
+from .shared import outer_owner, outer_rules, outer_thread_tile, outer_threads
+
+SPEC = KernelSpec(
+    name="05_register_tiling", chapter=5, title="05 register tiling",
+    technique="each thread accumulates a TM x TN tile of C in registers with outer products",
+    params=(
+        Param("BM", (64, 128), 128, "rows of the block's C tile"),
+        Param("BN", (128,), 128, "columns of the block's C tile"),
+        Param("BK", (8, 16), 8, "K step: depth of the A and B tiles"),
+        Param("TM", (4, 8), 8, "rows of C per thread"),
+        Param("TN", (1, 4, 8), 8, "columns of C per thread (TN=1: the 1D version, a column of TM)"),
+    ),
+    threads=outer_threads, tile=lambda p: (p["BM"], p["BN"]),
+    rules=outer_rules(vector=False),
+    owner=outer_owner,
+    thread_tile=outer_thread_tile,
+    static_smem=lambda p: 4 * p["BK"] * (p["BM"] + p["BN"]),
+)
