@@ -9,13 +9,13 @@ from typing import Callable
 
 from tqdm.auto import tqdm
 
-from . import bench, course, records, registry
+from . import bench, course, device, records, registry
 from .spec import KernelSpec, Problem
 
 
 def measure_chapter00() -> dict:
     """Everything chapter 00 shows: cuBLAS over sizes, FP32 against TF32, what warm-up hides."""
-    cp = bench.cupy()
+    cp = device.cupy()
     out = {"cublas_sweep": [], "tf32": {}, "first_launches_ms": [], "samples": {}}
     for s in course.CUBLAS_SIZES:
         t, check = bench.bench_cublas((s, s, s))

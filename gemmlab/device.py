@@ -8,6 +8,8 @@ from __future__ import annotations
 import functools
 from dataclasses import asdict, dataclass
 
+from . import toolchain
+
 # FP32 lanes (FMA units) per SM by compute capability. A lane does one FMA = 2 flops a clock.
 FP32_LANES_PER_SM = {
     (6, 0): 64, (6, 1): 128, (7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128,
@@ -21,6 +23,7 @@ _ATTR = {"clock_khz": 13, "mem_clock_khz": 36, "bus_width": 37, "l2_bytes": 38, 
 
 @functools.lru_cache(maxsize=None)
 def _load_cupy():
+    toolchain.preload_nvrtc()   # CuPy then takes the wheel's NVRTC too, not a system CUDA's
     try:
         import cupy
         if cupy.cuda.runtime.getDeviceCount() < 1:

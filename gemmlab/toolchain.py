@@ -7,6 +7,7 @@ docs/toolchain.md says why these and not a hand-written ctypes binding.
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import re
 import subprocess
@@ -39,6 +40,25 @@ def _find(pattern: str) -> list[Path]:
 
 
 @functools.lru_cache(maxsize=None)
+def preload_nvrtc() -> None:
+    """Load the wheel's libnvrtc (for cuda-bindings' CUDA major) before cuda-pathfinder looks: it
+    then takes the library already loaded, and so does CuPy (device.py calls this before importing
+    it). Without this, on a GPU box whose venv sees the system's packages (make REUSE_SYSTEM=1),
+    pathfinder picked the system CUDA's libnvrtc."""
+    try:
+        major = cuda_bindings_version().split(".")[0]
+    except ImportError:
+        return
+    libs = [p for p in _find(f"*/lib/libnvrtc.so.{major}*") if ".alt." not in p.name]
+    if not libs:
+        return
+    for builtin in sorted(libs[0].parent.glob("libnvrtc-builtins.so.*")):
+        if ".alt." not in builtin.name:
+            ctypes.CDLL(str(builtin), mode=ctypes.RTLD_GLOBAL)
+    ctypes.CDLL(str(libs[0]), mode=ctypes.RTLD_GLOBAL)
+
+
+@functools.lru_cache(maxsize=None)
 def _libnvrtc():
     """cuda-pathfinder's LoadedDL for libnvrtc (the same cached handle cuda.bindings uses)."""
     try:
@@ -47,16 +67,12 @@ def _libnvrtc():
     except ImportError as exc:
         raise ToolchainMissing(f"cuda-bindings, NVIDIA's Python binding of NVRTC, is not installed "
                                f"({exc}). {_INSTALL}") from None
+    preload_nvrtc()
     try:
         lib = pathfinder.load_nvidia_dynamic_lib("nvrtc")
     except pathfinder.DynamicLibNotFoundError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ToolchainMissing(f"NVRTC was not found: {first}. {_INSTALL}") from None
-    # Compile reports are checked outputs, keyed by the wheel's version: refuse any other NVRTC.
-    path = Path(lib.abs_path or "").resolve()
-    if not any(root.resolve() in path.parents for root in _nvidia_roots()):
-        raise ToolchainMissing(f"libnvrtc was loaded from {lib.abs_path} ({lib.found_via}), not from the "
-                               f"nvidia-cuda-nvrtc wheel. {_INSTALL}")
     return lib
 
 
@@ -98,8 +114,9 @@ def nvrtc_version() -> str:
 
 @functools.lru_cache(maxsize=None)
 def nvrtc_build() -> str:
-    """The full version (e.g. 13.0.88) of the wheel the loaded libnvrtc came from: part of the
-    compile-cache key."""
+    """The full version (e.g. 13.0.88) of the wheel the loaded libnvrtc came from, or the version
+    and path of another NVRTC something loaded first (a CuPy imported before gemmlab): part of the
+    compile-cache key and of every compile report."""
     from importlib import metadata
     loaded = Path(_libnvrtc().abs_path).resolve()
     for dist in ("nvidia-cuda-nvrtc", "nvidia-cuda-nvrtc-cu12"):
@@ -109,7 +126,7 @@ def nvrtc_build() -> str:
             continue
         if any(Path(f.locate()).resolve() == loaded for f in files if f.name.startswith("libnvrtc.so")):
             return metadata.version(dist)
-    return nvrtc_version()
+    return f"{nvrtc_version()} ({loaded})"
 
 
 @functools.lru_cache(maxsize=None)
