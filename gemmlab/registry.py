@@ -39,7 +39,3 @@ def by_chapter(chapter: int) -> KernelSpec:
 def with_shape_search() -> list[KernelSpec]:
     """The kernels whose spec carries a per-shape search (the final chapter's table)."""
     return [spec for spec in KERNELS.values() if spec.shape_search is not None]
-
-
-def with_stall_profiles() -> list[KernelSpec]:
-    return [spec for spec in KERNELS.values() if spec.stall_profiles]

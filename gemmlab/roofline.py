@@ -13,16 +13,11 @@ FLOAT = 4
 class Traffic:
     flops: int
     requested_bytes: int    # what the threads' load/store instructions ask for (before any cache)
-    compulsory_bytes: int   # every input read once, the output written once
 
     @property
     def intensity(self) -> float:
         """FLOP per byte requested from global memory."""
         return self.flops / self.requested_bytes
-
-    @property
-    def compulsory_intensity(self) -> float:
-        return self.flops / self.compulsory_bytes
 
 
 def compulsory_bytes(problem: Problem) -> int:
@@ -40,7 +35,7 @@ def traffic(spec: KernelSpec, params: Params, problem: Problem) -> Traffic:
         loads = FLOAT * (M * K * -(-N // cols) + K * N * -(-M // rows))
     else:
         loads = FLOAT * 2 * M * N * K  # every thread reads a row of A and a column of B
-    return Traffic(problem.flops, loads + out, compulsory_bytes(problem))
+    return Traffic(problem.flops, loads + out)
 
 
 def attainable_gflops(intensity: float, peak_gflops: float, bandwidth_gbs: float) -> float:
