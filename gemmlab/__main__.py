@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import registry
+from . import device, registry
 from .spec import IllegalConfig, Problem, UnsupportedShape
 
 
@@ -20,7 +20,7 @@ def _defines(pairs: list[str]) -> dict[str, int]:
 
 
 def cmd_info(args) -> int:
-    from . import device, toolchain
+    from . import toolchain
     facts = device.facts()
     if facts is None:
         print(f"GPU: no GPU ({device.why_unavailable()})")
@@ -62,10 +62,7 @@ def cmd_sass(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from . import bench, device
-    if not device.available():
-        print(f"bench needs a GPU: {device.why_unavailable()}", file=sys.stderr)
-        return 2
+    from . import bench
     size = tuple(args.size) if args.size else (4096, 4096, 4096)
     rows = []
     for kernel in args.kernel:
@@ -88,10 +85,7 @@ def cmd_bench(args) -> int:
 
 def cmd_run(args) -> int:
     """One launch on fresh random inputs, then validation: what a profiler wraps."""
-    from . import bench, device
-    if not device.available():
-        print(f"run needs a GPU: {device.why_unavailable()}", file=sys.stderr)
-        return 2
+    from . import bench
     ops = bench.Operands.random(Problem(*(args.size or (2048, 2048, 2048))))
     if args.kernel == "cublas":   # the baseline, for profiling it the same way
         bench.cublas_sgemm(ops)
@@ -107,10 +101,7 @@ def cmd_run(args) -> int:
 
 def cmd_sweep(args) -> int:
     from tqdm.auto import tqdm
-    from . import bench, device
-    if not device.available():
-        print(f"sweep needs a GPU: {device.why_unavailable()}", file=sys.stderr)
-        return 2
+    from . import bench
     spec = registry.get(args.kernel)
     size = tuple(args.size) if args.size else (4096, 4096, 4096)
     rows = [bench.bench(spec, cfg, size) for cfg in tqdm(spec.explorer_configs(), desc=spec.name)]
@@ -122,10 +113,7 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_tune(args) -> int:
-    from . import device, tune
-    if not device.available():
-        print(f"tune needs a GPU: {device.why_unavailable()}", file=sys.stderr)
-        return 2
+    from . import tune
     size = tuple(args.size) if args.size else (4096, 4096, 4096)
     only = {}
     for pair in args.only or []:
@@ -156,13 +144,14 @@ def cmd_tune(args) -> int:
 
 
 def cmd_record(args) -> int:
-    from . import device, recorder
-    if not device.available():
-        print(f"record needs a GPU: {device.why_unavailable()}", file=sys.stderr)
-        return 2
+    from . import recorder
     path = recorder.record(args.kernel or None, ladder=args.ladder, final=args.final)
     print(f"wrote {path}")
     return 0
+
+
+# The commands that launch kernels; elsewhere they are refused with the reason.
+ON_GPU = ("bench", "run", "sweep", "tune", "record")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--final", action="store_true", help="re-measure chapter 10's table and stall profiles")
     p.set_defaults(fn=cmd_record)
     args = parser.parse_args(argv)
+    if args.command in ON_GPU and not device.available():
+        print(f"{args.command} needs a GPU: {device.why_unavailable()}", file=sys.stderr)
+        return 2
     return args.fn(args)
 
 
