@@ -220,7 +220,7 @@ def final_search(spec, search, shapes, picks, label: str):
         for r in rows:
             j = configs.index(r["params"])
             ax.scatter(i + (j - (len(configs) - 1) / 2) * 0.06, r["ratio"], s=14, color=f"C{j % 10}",
-                       marker="o" if r["params"]["SPLIT"] == 1 else "^",
+                       marker="o" if spec.split(r["params"]) == 1 else "^",
                        label=spec.changes_label(r["params"]) if i == 0 else None)
         best = next(r for r in rows if r["params"] == picks[shape])
         ax.scatter(i + (configs.index(best["params"]) - (len(configs) - 1) / 2) * 0.06, best["ratio"], s=90,
@@ -228,7 +228,7 @@ def final_search(spec, search, shapes, picks, label: str):
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_xticks(range(len(shapes)), ["x".join(map(str, s)) for s in shapes], rotation=20, fontsize=8)
     ax.set_ylabel("share of cuBLAS (same run)")
-    ax.legend(fontsize=6, ncol=2, bbox_to_anchor=(1.01, 1), loc="upper left", title="triangles: SPLIT > 1", title_fontsize=7)
+    ax.legend(fontsize=6, ncol=2, bbox_to_anchor=(1.01, 1), loc="upper left", title="triangles: tiles split along K", title_fontsize=7)
     ax.grid(alpha=0.2, axis="y")
     _finish(fig, label)
 

@@ -141,6 +141,8 @@ class KernelSpec:
     # Pieces along K that the tiles of a last partial wave may be split into (the SPLIT tunable of
     # 10); 1: one block per tile, always.
     split: Callable[[Params], int] = field(default=lambda p: 1)
+    # The most tiles one launch may split (the kernel keeps one flag per split tile).
+    split_flags: int = 0
     # The configurations (overrides on the defaults) whose Nsight Compute counters `record` reads.
     counter_overrides: tuple[dict, ...] = ({},)
     # True: `record` profiles the stall reasons of the best configuration and of every step.
@@ -251,7 +253,7 @@ class KernelSpec:
         pieces = self.split(params)
         if pieces > 1:
             tiles = tiles_n * tiles_m
-            split = split_tiles(tiles, -(-problem.K // params["BK"]), slots, pieces) if slots else 0
+            split = split_tiles(tiles, -(-problem.K // params["BK"]), slots, pieces, self.split_flags) if slots else 0
             blocks = tiles + split * (pieces - 1)
             if blocks > 2**31 - 1:
                 raise UnsupportedShape(self.name, "grid-x-limit",
@@ -321,15 +323,14 @@ def _static_smem_rule(bytes_: Callable[[Params], int], limit: int = 48 * 1024) -
 
 # --- splitting the last wave along K (the SPLIT tunable) ---------------------------------------
 
-SPLIT_FLAGS = 4096   # the most tiles one launch may split (one flag each): a kernel that splits says so too
 # What a piece of a split tile costs beyond its share of K, in K tiles: measured on the H100, where 9
 # pieces of 28 K tiles each made 4096^3 1.2% slower instead of 2.8% faster (docs/final-kernel-search.md).
 PIECE_COST = 5
 
 
-def split_tiles(tiles: int, tiles_k: int, slots: int, pieces: int) -> int:
+def split_tiles(tiles: int, tiles_k: int, slots: int, pieces: int, flags: int) -> int:
     """How many of the last tiles to split into `pieces` runs along K (0: none), so that the
-    last wave keeps every one of `slots` block slots busy.
+    last wave keeps every one of `slots` block slots busy, splitting at most `flags` tiles.
 
     Tiles run in waves of `slots`. The candidates are the tiles of the last partial wave, and those
     plus one full wave. A piece costs 1/pieces of a tile's time plus PIECE_COST K tiles (filling
@@ -339,7 +340,7 @@ def split_tiles(tiles: int, tiles_k: int, slots: int, pieces: int) -> int:
         return 0
     best, best_time = 0, float(-(-tiles // slots))
     for split in (tiles % slots, tiles % slots + slots):
-        if not 0 < split <= min(tiles, SPLIT_FLAGS):
+        if not 0 < split <= min(tiles, flags):
             continue
         time = (tiles - split) / slots + -(-split * pieces // slots) * (1 / pieces + PIECE_COST / tiles_k)
         if time < best_time - 0.01:

@@ -89,15 +89,16 @@ def test_launch_geometry_covers_every_element():
 def test_split_plan_fills_the_last_wave_or_leaves_it():
     """The tiles of a last partial wave are split only where the pieces keep more SMs busy."""
     # 6144^3 in 128 x 256 tiles on 132 SMs: 1,152 tiles, 8 whole waves and 96 tiles over
-    assert spec_module.split_tiles(1152, 384, 132, 4) == 96
-    assert spec_module.split_tiles(2048, 512, 132, 3) == 68    # 8192^3
+    assert spec_module.split_tiles(1152, 384, 132, 4, 4096) == 96
+    assert spec_module.split_tiles(2048, 512, 132, 3, 4096) == 68    # 8192^3
     # 4096^3: 116 tiles over; 9 pieces of 28 K tiles cost more than the idle SMs (measured)
-    assert spec_module.split_tiles(512, 256, 132, 9) == 0
-    assert spec_module.split_tiles(512, 256, 132, 4) == 0      # 464 pieces of 1/4: still 4 rounds, no gain
-    assert spec_module.split_tiles(264, 256, 132, 9) == 0      # whole waves: nothing to balance
-    assert spec_module.split_tiles(512, 4, 132, 9) == 0        # K shorter than the pieces
-    assert spec_module.split_tiles(512, 256, 132, 1) == 0
-    assert spec_module.split_tiles(12, 9, 132, 9) == 12        # a small problem: every tile split along K
+    assert spec_module.split_tiles(512, 256, 132, 9, 4096) == 0
+    assert spec_module.split_tiles(512, 256, 132, 4, 4096) == 0      # 464 pieces of 1/4: still 4 rounds, no gain
+    assert spec_module.split_tiles(264, 256, 132, 9, 4096) == 0      # whole waves: nothing to balance
+    assert spec_module.split_tiles(512, 4, 132, 9, 4096) == 0        # K shorter than the pieces
+    assert spec_module.split_tiles(512, 256, 132, 1, 4096) == 0
+    assert spec_module.split_tiles(12, 9, 132, 9, 4096) == 12        # a small problem: every tile split along K
+    assert spec_module.split_tiles(1152, 384, 132, 4, 50) == 0       # more tiles to split than the kernel has flags
 
 
 def test_split_launch_is_whole_tiles_then_pieces():
@@ -110,8 +111,10 @@ def test_split_launch_is_whole_tiles_then_pieces():
 
 
 def test_kernel_and_registry_agree_on_the_split_flags():
-    source = registry.get("10").path.read_text()
-    assert re.search(rf"#define SPLIT_FLAGS {spec_module.SPLIT_FLAGS}\b", source)
+    for spec in registry.KERNELS.values():
+        if spec.split_flags:
+            assert re.search(rf"#define SPLIT_FLAGS {spec.split_flags}\b", spec.path.read_text()), spec.name
+    assert any(spec.split_flags for spec in registry.KERNELS.values())
 
 
 def test_final_candidates_are_legal_and_distinct():

@@ -41,7 +41,7 @@ SPEC = KernelSpec(
               "pieces along K that each tile of a last partial wave is cut into, one block each, so "
               "that no SM idles at the end (1: never)", slider=(1,)),
     ),
-    threads=warp_threads, tile=lambda p: (p["BM"], p["BN"]), split=lambda p: p["SPLIT"],
+    threads=warp_threads, tile=lambda p: (p["BM"], p["BN"]), split=lambda p: p["SPLIT"], split_flags=4096,
     rules=(
         *warp_grid_rules(),
         accumulator_rule(),
