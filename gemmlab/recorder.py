@@ -31,6 +31,17 @@ ISSUE_METRIC = "smsp__issue_active.avg.per_cycle_active"
 MIX_METRICS = {"smsp__inst_executed.sum": "instructions",
                "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": "ffma_thread_instructions",
                "l1tex__throughput.avg.pct_of_peak_sustained_active": "l1_shared_pct_of_peak"}
+# and, for the hierarchical roofline and the issue-slot view, the bytes each level moved, the shared
+# memory wavefronts, and the clock and cycles the launch had. Profiles are read without them where
+# this ncu does not know one of them.
+LEVEL_METRICS = {"l1tex__data_pipe_lsu_wavefronts_mem_shared.sum": "shared_wavefronts",
+                 "lts__t_bytes.sum": "l2_bytes",
+                 "dram__bytes_read.sum": "dram_bytes_read",
+                 "dram__bytes_write.sum": "dram_bytes_written",
+                 "sm__cycles_active.avg": "sm_cycles_active",
+                 "sm__cycles_elapsed.avg": "sm_cycles_elapsed",
+                 "gpc__cycles_elapsed.avg.per_second": "clock_hz",
+                 "gpu__time_duration.sum": "duration_ns"}
 
 
 def versions() -> dict:
@@ -80,13 +91,16 @@ def profile_counters(specs: list[KernelSpec]) -> dict:
 def profile_stalls(runs: list[tuple[str, dict]], size: int = course.STEP_SIZE) -> list[dict]:
     """Issue rate and stall reasons of each (kernel or 'cublas', params) at size^3."""
     out = []
+    base = [ISSUE_METRIC, *STALL_METRICS, *MIX_METRICS]
     for name, params in runs:
-        values = _ncu_csv([ISSUE_METRIC, *STALL_METRICS, *MIX_METRICS], _run_args(name, params, size))
+        args = _run_args(name, params, size)
+        values = _ncu_csv(base + list(LEVEL_METRICS), args) or _ncu_csv(base, args)
         if values:
             out.append({"kernel": name, "params": params, "size": size,
                         "issued_per_scheduler": values[ISSUE_METRIC],
                         "stalls": {STALL_METRICS[m]: values[m] for m in STALL_METRICS},
-                        **{MIX_METRICS[m]: values.get(m) for m in MIX_METRICS}})
+                        **{MIX_METRICS[m]: values.get(m) for m in MIX_METRICS},
+                        **{LEVEL_METRICS[m]: values[m] for m in LEVEL_METRICS if m in values}})
     return out
 
 

@@ -85,3 +85,21 @@ def test_every_chapter_step_is_recorded_with_its_stall_profile(record):
             assert row["rel_err"] <= row["tol"]
             if spec.stall_profiles:
                 assert (name, tuple(sorted(full.items()))) in profiled, (name, full)
+
+
+def test_stall_profiles_keep_what_ncu_gave_and_fall_back_without_the_level_metrics(monkeypatch):
+    """A profile reads the level metrics (bytes per level, wavefronts, clock) where ncu knows them,
+    and the stall reasons alone where it refuses the longer list."""
+    from gemmlab import recorder
+    calls = []
+
+    def fake_ncu(metrics, run_args):
+        calls.append(len(metrics))
+        if any(m in recorder.LEVEL_METRICS for m in metrics) and run_args[0] == "old":
+            return None
+        return {m: 1.0 for m in metrics}
+    monkeypatch.setattr(recorder, "_ncu_csv", fake_ncu)
+    new, old = recorder.profile_stalls([("new", {}), ("old", {})], size=64)
+    assert new["l2_bytes"] == 1.0 and new["shared_wavefronts"] == 1.0 and new["issued_per_scheduler"] == 1.0
+    assert "l2_bytes" not in old and old["stalls"]["wait"] == 1.0
+    assert calls[0] > calls[-1]
