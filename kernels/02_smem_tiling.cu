@@ -5,7 +5,8 @@
 // wait (__syncthreads), and then every thread reads its operands from there. Each element of
 // A and B fetched from global memory now serves TILE multiply-adds instead of one, so the
 // global traffic drops by a factor of TILE. Each thread also computes OUTPUTS elements of C
-// (one column of them), so one value of B read from shared memory feeds OUTPUTS FMAs.
+// (in one row, TILE / OUTPUTS columns apart), so one value of A read from shared memory feeds
+// OUTPUTS FMAs.
 //
 // What did NOT change: threads still map to C the naive way. The fast thread index `f`
 // (consecutive lanes of a warp) runs down the ROWS of the tile, so the copies from global

@@ -7,8 +7,8 @@
 //     a vector that would cross the matrix edge is loaded element by element, zero-filled.
 //   * the A tile is stored TRANSPOSED, As[k][m], so a thread's TM values of A for one k are
 //     contiguous: one or two 128-bit shared loads (LDS.128) instead of TM 32-bit ones. Its rows
-//     are padded by 4 floats, which keeps the transposing stores free of bank conflicts and the
-//     rows 16-byte aligned.
+//     are padded by 4 floats, which keeps the rows 16-byte aligned and shifts each row 4 banks:
+//     the transposing stores are then free of bank conflicts at BK=8, a 2-way conflict at BK=16.
 //   * float4 stores of C.
 //   * UNROLL: how far the k loop over the tile is unrolled (#pragma unroll UNROLL). Unrolled,
 //     the indices become constants folded into the instructions and the loads of step k+1 can

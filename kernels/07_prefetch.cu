@@ -9,8 +9,8 @@
 //   * Global -> register -> shared: the loads are issued early, their results are needed only
 //     after the FMAs, which is what lets the warp scheduler overlap them.
 // It costs registers (the staged float4s) and twice the shared memory, so occupancy can drop;
-// when enough warps are resident to hide latency anyway, the gain is small (the seeds found
-// both outcomes). PREFETCH=0 is chapter 06's loop, for comparison.
+// when enough warps are resident to hide latency anyway, the gain is small, or a loss where a
+// block per SM is lost (chapter 07 measures both). PREFETCH=0 is chapter 06's loop, for comparison.
 
 #ifndef BM
 #define BM 128

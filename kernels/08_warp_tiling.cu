@@ -12,10 +12,10 @@
 //   * per k, a thread loads WMITER*TM values of A and WNITER*TN of B and does all their
 //     products: the register reuse of 05's outer product, with a better shared-memory pattern.
 // Everything else (transposed padded A tile, float4 global access, double buffering) is 07's.
-// UNROLL returns from 06: with 16 x 8 patches a fully unrolled BK=16 loop is some 2,400
-// instructions (~40 KB), more than the instruction cache near each scheduler holds, and warps
-// then stall waiting for instructions ("no instruction" in Nsight Compute); unrolling 4 or 8 steps
-// at a time keeps the loop small.
+// UNROLL returns from 06: with 16 x 8 patches a fully unrolled BK=16 loop is some 2,500
+// instructions (~40 KB). Code that size is a cost to watch (warps that wait for instructions show
+// as "no instruction" stalls in Nsight Compute), so 4 or 8 steps at a time are offered too;
+// chapter 08 measures which wins.
 // Two more changes, each a tunable so the chapter can measure it:
 //   * SNAKE: odd rows of the outer product walk their columns backwards. Consecutive FFMAs then
 //     always share an operand, which the hardware serves from its operand reuse cache, so no FFMA

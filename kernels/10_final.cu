@@ -11,8 +11,9 @@
 //     at a time. (Copying A row-major in 16-byte pieces and reading it along k was slower: it needs
 //     four k steps of A in registers at once; docs/final-kernel-search.md, searches 1-3.)
 //   * KUNROLL: the k loop over a tile is unrolled KUNROLL steps at a time, not always fully. A fully
-//     unrolled 16-step loop of 128 FFMAs a step is ~40 KB of code; warps then wait for
-//     instructions ("no instruction" stalls in Nsight Compute).
+//     unrolled 16-step loop of 128 FFMAs a step is ~35 KB of code, and warps wait for instructions
+//     more often ("no instruction" stalls in Nsight Compute). On the H100 full unrolling was still
+//     the fastest; the code size is a cost to watch, not the one that decided.
 //   * GROUP: blocks are numbered so that GROUP consecutive tile rows are walked column by column;
 //     the blocks running together share A panels and B panels in L2.
 //   * MINB: blocks per SM promised to the compiler, which caps registers per thread.
@@ -34,10 +35,12 @@
 //     block of its own computing 1/SPLIT of the tile's K range: a 1-D grid of the (tiles - R)
 //     whole tiles, then R x SPLIT pieces. The pieces of a tile add into C in turn, piece p waiting
 //     for a flag raised by piece p-1. That relies on blocks starting in grid order (p-1 has started
-//     when p waits), as CUTLASS's serial split-K does; and the flags belong to the module, so two
-//     launches of one compiled kernel must not run at once. Each block still runs one main loop,
-//     unchanged: a loop around it (stream-K's persistent blocks) was slower, because ptxas then
-//     computes the copy addresses per thread. Where the pieces are long they pay; where they are
+//     when p waits). The CUDA programming model does not guarantee that order; on the H100 the wait
+//     worked in every test and timed run, and CUTLASS's serial split-K relies on the same behaviour.
+//     The flags belong to the module, so two launches of one compiled kernel must not run at once.
+//     Each block still runs one main loop, unchanged: a loop around it (stream-K's persistent
+//     blocks) was slower, because ptxas then computes the copy addresses per thread. Where the
+//     pieces are long they pay; where they are
 //     short, their own costs (filling the pipeline, reading and writing C) eat the gain, which is
 //     what the launcher's plan weighs (spec.split_tiles; searches 7 and 9 in the docs).
 //   * Every M, N, K and every leading dimension: edges are zero-filled by the copy itself (the
@@ -265,7 +268,7 @@ __device__ unsigned split_flags[SPLIT_FLAGS];
 
 // This block's work: a whole tile, or piece `piece` of split tile `flag` (tile `bid`). The grid
 // is the (tiles - R) whole tiles, then piece 0 of the R split tiles, piece 1, ... so that the
-// pieces of a tile start in order, R blocks apart. It is worked out twice, before the main loop
+// pieces of a tile come in grid order, R blocks apart. It is worked out twice, before the main loop
 // and after it: read through volatile asm, none of it is kept in registers during the loop
 // (kept, it cost the FFMAs registers: at MINB=2, 563 of 1,024 had two reads in one bank, not 115).
 struct Work { int bid, piece, flag; bool split; };
