@@ -135,6 +135,14 @@ class KernelSpec:
     static_smem: Callable[[Params], int] = field(default=lambda p: 0)
     # For the bank-conflict picture: the shared-memory word each lane of warp 0 reads at step k.
     bank_words: Callable[[Params, int], list[int]] | None = None
+    # Depth along K of the A and B tiles a block stages at each step (TILE, or BK); None for a
+    # kernel that stages none. Drawn by the tile walk and the timelines.
+    k_tile: Callable[[Params], int] | None = None
+    # Where the inner loop of an outer-product kernel finds its operands: the 4-byte shared-memory
+    # word, counted from the tile's start (which is 128-byte aligned: bank = word % 32), of element
+    # (k, i) of the A tile (operand "A", i = row of the block's C tile) or of the B tile ("B",
+    # i = column). Drawn by the picture of 128-bit shared loads and their banks; None: not modelled.
+    smem_word: Callable[[Params, str, int, int], int] | None = None
     # The chapter's steps: configurations (over the defaults) that switch its additions on one
     # at a time, in order, each with a caption. `record` measures them at course.STEP_SIZE.
     steps: tuple[tuple[str, dict], ...] = ()

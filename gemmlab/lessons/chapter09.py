@@ -23,4 +23,4 @@ def show_ladder_over_shapes() -> None:
     cublas = [next((r["cublas_gflops"] for r in rows if records.shape_key(r) == s), None) for s in shapes]
     body.append(["cuBLAS FP32", "median over the runs"] + [f"{c / 1e3:.1f}" if c else "-" for c in cublas])
     markdown(table(header, body) + "\n\nTFLOP/s (share of cuBLAS timed in the same run). *" + src.label + "*")
-    plots.ladder(rows, shapes, src.label)
+    plots.ladder(rows, shapes, src.label, {name: spec.title for name, spec in registry.KERNELS.items()})

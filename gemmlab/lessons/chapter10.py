@@ -1,9 +1,11 @@
-"""Chapter 10: where the hot loop issues its copies, the per-shape search and table against
-cuBLAS, and the stall profiles."""
+"""Chapter 10: where the hot loop issues its copies, the ring of copy buffers, the last partial wave
+and its split along K, the per-shape search and table against cuBLAS, and the stall profiles."""
 from __future__ import annotations
 
 from .. import campaigns, plots, records, registry, sass, source
 from ..compile import compile_kernel
+from ..spec import Problem
+from .models import waves
 from .display import markdown, table
 
 
@@ -101,3 +103,75 @@ def show_stall_profile() -> None:
              f"(eligible, but another warp issued) left out of the total. {rows[0]['size']}^3, one launch "
              f"each under `ncu --clock-control none`; {rec.label}")
     plots.stalls(rows, records.STALL_REASONS, rec.label)
+
+
+def show_stage_ring(name: str, tiles: int = 7, **params) -> None:
+    """The STAGES shared-memory buffers of the copy pipeline over the first `tiles` tiles of K: which
+    tile each buffer holds while tile t is computed (and which copies are in flight)."""
+    spec = registry.get(name)
+    full = spec.resolve(params)
+    if "STAGES" not in full:
+        print(f"{spec.name} has no STAGES tunable: no ring of copy buffers to draw")
+        return
+    stages = full["STAGES"]
+    cells, columns = {}, ["before the loop"]
+    for s in range(stages):   # the prologue issues tiles 0 .. STAGES-2
+        cells[(0, s)] = ("landed or in flight", s) if s < min(stages - 1, tiles) else ("unused", None)
+    for t in range(tiles):
+        columns.append(f"computing\ntile {t}")
+        for s in range(stages):
+            held = next((u for u in range(t, t + stages) if u % stages == s), None)
+            if held == t:
+                state = "computing"
+            elif held >= tiles:
+                state, held = "unused", None
+            elif held == t + stages - 1:
+                state = "copies issued now"
+            else:
+                state = "landed or in flight"
+            cells[(t + 1, s)] = (state, held)
+    print(f"{spec.config_label(full)}: tile t is computed from buffer t % {stages}; before that the block waits "
+          f"for its copies (cp.async.wait_group {stages - 2}) and a barrier, after which the copies of tile "
+          f"t + {stages - 1} go into the buffer tile t - 1 used: {stages - 1} tiles are in flight while one is "
+          f"computed.")
+    plots.stage_ring(spec, full, cells, columns, stages, "the kernel's pipeline (source), no GPU involved")
+
+
+def show_last_wave(name: str, M: int = 6144, N: int = 6144, K: int = 6144, slots: int | None = None,
+                   sm_count: int = 132, **params) -> None:
+    """Tiles run in waves of `slots` blocks at once (SMs x blocks per SM, from the compiled build's
+    occupancy unless given): the last partial wave, and how the launch splits its tiles along K
+    (spec.launch, spec.split_tiles) when the configuration allows SPLIT pieces."""
+    spec = registry.get(name)
+    full = spec.resolve(params)
+    problem = Problem(M, N, K)
+    if slots is None:
+        per_sm = compile_kernel(spec, full).occupancy.blocks_per_sm
+        slots, how = sm_count * per_sm, f"{sm_count} SMs x {per_sm} block(s) per SM (the build's occupancy)"
+    else:
+        how = "as given"
+    panels = []
+    unsplit = {**full, **({"SPLIT": 1} if "SPLIT" in full else {})}
+    if spec.split(full) > 1 and spec.is_legal(unsplit):
+        panels.append(("not split", waves(spec, spec.resolve(unsplit), problem, slots)))
+    panels.append((f"{spec.split(full)} pieces allowed" if spec.split(full) > 1 else "as launched",
+                   waves(spec, full, problem, slots)))
+    wave = panels[-1][1]
+    rows, cols = spec.tile(full)
+    lines = [f"{M} x {N} x {K} in {rows} x {cols} tiles: {wave.tiles} tiles, {wave.tiles_k} K tiles each; "
+             f"{slots} slots ({how}): {wave.tiles / slots:.2f} waves, the last one "
+             + (f"{wave.last_wave} tiles ({wave.last_wave / slots:.0%} of the slots busy)" if wave.last_wave
+                else "full")]
+    if spec.split(full) > 1:
+        lines.append(f"SPLIT={spec.split(full)}: the launch splits {wave.split} tiles into {wave.pieces} pieces "
+                     f"each: a grid of {wave.blocks} blocks ({wave.tiles - wave.split} whole tiles, then "
+                     f"{wave.split * wave.pieces} pieces)" if wave.split else
+                     f"SPLIT={spec.split(full)}: the launch splits nothing here (splitting would not save 1% of a tile)")
+    elif spec.split_flags:
+        lines.append("SPLIT=1: the launch never splits; pass SPLIT=4 (say) to see the last wave split along K")
+    else:
+        lines.append(f"{spec.name} cannot split tiles along K (no SPLIT): every tile is one block")
+    for title, w in panels:
+        lines.append(f"model, {title}: done after {w.makespan:.2f} tile-times")
+    print("\n".join(lines))
+    plots.wave_schedule(spec, panels, "a model of the launch (spec.launch), not a measurement")

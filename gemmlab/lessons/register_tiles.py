@@ -1,10 +1,13 @@
-"""Chapters 05-10: register tiles, unrolling, warp tiles, and a chapter's steps one at a time."""
+"""Chapters 05-10: register tiles, unrolling, warp tiles, and a chapter's steps one at a time; pictures
+of a thread's outer product, of a warp's 128-bit shared loads and their banks, and of the order of
+its FFMAs (drawn from the spec, no GPU needed)."""
 from __future__ import annotations
 
 import json
 
 from .. import plots, registry, sass, source
 from ..compile import compile_kernel
+from .models import ffma_order, owned, owner_grid, reused_operands, shared_loads, shared_supported
 from .display import markdown, table
 
 
@@ -78,3 +81,93 @@ def show_steps(name: str, size: int = 4096) -> None:
              f"each step validated before timing. *{src.label}*. Operand columns: static counts over the hot "
              f"loop's FFMAs in the sm_90 SASS. Stalls: cycles per issued instruction, from the record's "
              f"Nsight Compute profiles ('-' where the record has none).")
+
+
+def show_outer_product(name: str, thread: int = 0, k: int = 0, **params) -> None:
+    """A thread's accumulators updated at step k: its values of A's column k times its values of B's
+    row k, every product added into its patch of C (several patches for warp-tiled kernels)."""
+    spec = registry.get(name)
+    full = spec.resolve(params)
+    if spec.thread_tile is None or spec.owner is None or spec.k_tile is None:
+        print(f"{spec.name} computes inner products (each thread a few elements of C, one FMA per value of B "
+              f"it reads): no outer product to draw; chapters 05 on have one")
+        return
+    if not 0 <= thread < spec.threads(full) or not 0 <= k < spec.k_tile(full):
+        print(f"thread must be below {spec.threads(full)} and k below {spec.k_tile(full)} for {spec.config_label(full)}")
+        return
+    cells = owned(owner_grid(spec, full), thread)
+    rows, cols = sorted({r for r, _ in cells}), sorted({c for _, c in cells})
+    tm, tn = spec.thread_tile(full)
+    print(f"{spec.config_label(full)}: at each k, thread {thread} reads {tm} values of A (rows "
+          f"{_spans(rows)}) and {tn} of B (columns {_spans(cols)}) and does {tm} x {tn} = {tm * tn} FMAs")
+    plots.outer_product(spec, full, thread, k, rows, cols, "drawn from the registry's model of the kernel's indexing")
+
+
+def _spans(values: list[int]) -> str:
+    """[0, 1, 2, 3, 32, 33, 34, 35] -> '0-3, 32-35'."""
+    runs, start = [], values[0]
+    for a, b in zip(values, values[1:] + [None]):
+        if b != a + 1:
+            runs.append(f"{start}-{a}" if a > start else f"{start}")
+            start = b
+    return ", ".join(runs)
+
+
+def show_shared_loads(name: str, operand: str = "B", load: int = 0, **params) -> None:
+    """A warp's vector loads from shared memory over one tile: how wide (LDS.128: 16 bytes a lane),
+    how many per tile, and the passes they take. A 128-bit load is served a quarter-warp at a time
+    (8 lanes x 16 bytes = all 32 banks); lanes of one phase that need different 16-byte vectors in
+    the same banks take a pass each. Draws load number `load` of `operand` ("A" or "B")."""
+    spec = registry.get(name)
+    full = spec.resolve(params)
+    why = shared_supported(spec)
+    if why:
+        print(why)
+        return
+    rows, picked = [], None
+    for op in ("A", "B"):
+        loads = shared_loads(spec, full, op)
+        passes = [ld.wavefronts(ph) for ld in loads for ph in ld.phases()]
+        kind = {4: "LDS.128", 2: "LDS.64", 1: "LDS (32-bit)"}[loads[0].width]
+        rows.append([op, kind, len(loads), len(loads[0].phases()), sum(passes), len(passes),
+                     "none" if sum(passes) == len(passes) else f"{max(passes)}-way"])
+        if op == operand:
+            picked = loads
+    if picked is None:
+        print(f"operand must be 'A' or 'B', not {operand!r}")
+        return
+    markdown(table(["operand", "instruction", "per tile", "phases each", "passes per tile",
+                    "passes if conflict-free", "bank conflicts"], rows)
+             + f"\n\n{spec.name} [{spec.config_label(full)}], warp 0; a model of the kernel's indexing "
+             f"(spec.owner, spec.smem_word), no GPU involved.")
+    if not 0 <= load < len(picked):
+        print(f"load must be below {len(picked)}")
+        return
+    ld = picked[load]
+    k = ld.elements[0][0][0]
+    what = "its rows of A" if operand == "A" else "its columns of B"
+    phases = len(ld.phases())
+    plots.shared_phases(f"{spec.title} [{spec.config_label(full)}]\nwarp 0's shared load {load} of {operand} (k={k}): "
+                        f"{4 * ld.width} bytes a lane, {phases} phase{'s' if phases > 1 else ''} of {ld.phase_lanes} "
+                        f"lanes", ld, what, "drawn from the registry's model of the kernel's indexing")
+
+
+def show_ffma_order(name: str, **params) -> None:
+    """The order of a thread's FFMAs in one k step: row by row, or snaking (odd rows backwards).
+    Two FFMAs in a row that share an operand let the hardware's operand reuse cache serve it."""
+    spec = registry.get(name)
+    full = spec.resolve(params)
+    if spec.thread_tile is None:
+        print(f"{spec.name} has no register patch of accumulators (thread_tile): no FFMA order to draw")
+        return
+    rows, cols = spec.thread_tile(full)
+    panels = []
+    for snake in (False, True):
+        order = ffma_order(rows, cols, snake)
+        used = " (this configuration)" if full.get("SNAKE", 0) == snake else ""
+        panels.append((("snake: odd rows backwards" if snake else "row by row") + used, order,
+                       reused_operands(order)))
+    for title, order, reused in panels:
+        print(f"{title}: of {len(order) - 1} consecutive pairs, {reused.count('a')} share a[i], "
+              f"{reused.count('b')} share b[j], {reused.count('')} share nothing")
+    plots.ffma_order(spec, full, rows, cols, panels, "the order of the kernel's inner loop (source), no GPU involved")

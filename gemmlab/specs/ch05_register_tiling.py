@@ -1,6 +1,6 @@
 """Chapter 05: each thread accumulates a TM x TN tile of C in registers, with outer products."""
 from ..spec import KernelSpec, Param
-from .shared import outer_owner, outer_rules, outer_thread_tile, outer_threads
+from .shared import outer_owner, outer_rules, outer_smem_word, outer_thread_tile, outer_threads
 
 SPEC = KernelSpec(
     name="05_register_tiling", chapter=5, title="05 register tiling",
@@ -14,6 +14,8 @@ SPEC = KernelSpec(
     ),
     threads=outer_threads, tile=lambda p: (p["BM"], p["BN"]),
     rules=outer_rules(vector=False),
+    k_tile=lambda p: p["BK"],
+    smem_word=outer_smem_word(a_transposed=False),
     owner=outer_owner,
     thread_tile=outer_thread_tile,
     static_smem=lambda p: 4 * p["BK"] * (p["BM"] + p["BN"]),

@@ -1,6 +1,7 @@
 """Chapter 06: float4 global access, a transposed A tile for 128-bit shared loads, unrolling."""
 from ..spec import KernelSpec, Param
-from .shared import outer_owner, outer_rules, outer_thread_tile, outer_threads, tile_smem, unroll_within_tile, vector_rows
+from .shared import (outer_owner, outer_rules, outer_smem_word, outer_thread_tile, outer_threads, tile_smem,
+                     unroll_within_tile, vector_rows)
 
 SPEC = KernelSpec(
     name="06_vectorize", chapter=6, title="06 unrolled + vectorized",
@@ -17,6 +18,8 @@ SPEC = KernelSpec(
     threads=outer_threads, tile=lambda p: (p["BM"], p["BN"]),
     rules=outer_rules(vector=True) + (unroll_within_tile("UNROLL"),),
     shape_rules=(vector_rows(lambda p: p["VECTORIZE"] == 1),),
+    k_tile=lambda p: p["BK"],
+    smem_word=outer_smem_word(a_transposed=True),
     owner=outer_owner,
     thread_tile=outer_thread_tile,
     static_smem=tile_smem(lambda p: 1),

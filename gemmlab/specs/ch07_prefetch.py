@@ -1,6 +1,7 @@
 """Chapter 07: double-buffered shared tiles; the next tile's loads are in flight during the math."""
 from ..spec import KernelSpec, Param
-from .shared import outer_owner, outer_rules, outer_thread_tile, outer_threads, tile_smem, vector_rows
+from .shared import (outer_owner, outer_rules, outer_smem_word, outer_thread_tile, outer_threads, tile_smem,
+                     vector_rows)
 
 SPEC = KernelSpec(
     name="07_prefetch", chapter=7, title="07 prefetching",
@@ -16,6 +17,8 @@ SPEC = KernelSpec(
     threads=outer_threads, tile=lambda p: (p["BM"], p["BN"]),
     rules=outer_rules(vector=True),
     shape_rules=(vector_rows(),),
+    k_tile=lambda p: p["BK"],
+    smem_word=outer_smem_word(a_transposed=True),
     owner=outer_owner,
     thread_tile=outer_thread_tile,
     static_smem=tile_smem(lambda p: 2 if p["PREFETCH"] else 1),

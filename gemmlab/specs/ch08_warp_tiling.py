@@ -1,7 +1,7 @@
 """Chapter 08: block tile -> warp tiles -> WMITER x WNITER thread patches of TM x TN."""
 from ..spec import KernelSpec, Param, Rule
-from .shared import (accumulator_rule, snake_interior_params, snake_interior_steps, tile_load_rules, tile_smem,
-                     unroll_within_tile, vector_rows, warp_grid_rules, warp_threads)
+from .shared import (accumulator_rule, outer_smem_word, snake_interior_params, snake_interior_steps, tile_load_rules,
+                     tile_smem, unroll_within_tile, vector_rows, warp_grid_rules, warp_threads)
 
 
 def geometry(p) -> dict[str, int]:
@@ -52,6 +52,8 @@ SPEC = KernelSpec(
         unroll_within_tile("UNROLL"),
     ),
     shape_rules=(vector_rows(),),
+    k_tile=lambda p: p["BK"],
+    smem_word=outer_smem_word(a_transposed=True),
     owner=_owner,
     thread_tile=lambda p: (p["TM"] * geometry(p)["WMITER"], p["TN"] * p["WNITER"]),
     geometry=geometry,

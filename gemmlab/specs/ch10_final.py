@@ -1,8 +1,8 @@
 """Chapter 10: 08's warp tiling fed by cp.async copies through a STAGES-deep pipeline."""
 from .. import course
 from ..spec import KernelSpec, Param, Rule, ShapeSearch
-from .shared import (accumulator_rule, accumulators, divides, snake_interior_params, snake_interior_steps,
-                     unroll_within_tile, warp_grid_rules, warp_threads)
+from .shared import (accumulator_rule, accumulators, divides, outer_smem_word, snake_interior_params,
+                     snake_interior_steps, unroll_within_tile, warp_grid_rules, warp_threads)
 
 
 def _owner(p, r: int, c: int) -> int:   # kernels/10_final.cu: lanes 4 x 8 in 16 x 32 sub-tiles
@@ -62,6 +62,8 @@ SPEC = KernelSpec(
              lambda p: (f"{p['STAGES']} stages of these tiles need {_smem(p)} bytes of shared memory; "
                         f"a block may have at most 227 KiB (on sm_90)")),
     ),
+    k_tile=lambda p: p["BK"],
+    smem_word=outer_smem_word(a_transposed=True),
     owner=_owner,
     thread_tile=lambda p: (p["WM"] // 16 * 4, p["WN"] // 32 * 4),
     dynamic_smem=_smem,

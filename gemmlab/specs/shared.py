@@ -65,6 +65,16 @@ def outer_thread_tile(p: Params) -> tuple[int, int]:
     return p["TM"], p["TN"]
 
 
+def outer_smem_word(a_transposed: bool) -> Callable[[Params, str, int, int], int]:
+    """KernelSpec.smem_word of 05-10: B as Bs[k][n] (rows of BN words); A as As[m][k] (05), or
+    transposed with rows padded by 4 words, As[k][m] (06 on)."""
+    def word(p: Params, operand: str, k: int, i: int) -> int:
+        if operand == "B":
+            return k * p["BN"] + i
+        return k * (p["BM"] + 4) + i if a_transposed else i * p["BK"] + k
+    return word
+
+
 def outer_rules(vector: bool) -> tuple[Rule, ...]:
     return (
         divides("tm-divides-bm", "BM must split into rows of TM", lambda p: p["BM"], lambda p: p["TM"]),

@@ -31,5 +31,6 @@ def tiled_spec(name: str, chapter: int, title: str, technique: str, lanes_along_
             block_size_rule(threads),
         ),
         "owner": owner,
+        "k_tile": lambda p: p["TILE"],
         "static_smem": lambda p: 2 * p["TILE"] * p["TILE"] * 4,
         **fields})

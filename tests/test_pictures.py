@@ -1,0 +1,261 @@
+"""The pictures drawn from a kernel's parameters (no GPU): each runs at the default and extreme
+configurations of its chapter's kernel, refuses (in words) a kernel without what it needs, and the
+numbers it computes hold on known cases; the reworked plots run on the record's data."""
+from collections import Counter
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+import gemmlab.lessons as gl  # noqa: E402
+from gemmlab import course, plots, records, registry, roofline, sass  # noqa: E402
+from gemmlab.compile import compile_kernel  # noqa: E402
+from gemmlab.lessons import chapter10, models  # noqa: E402
+from gemmlab.spec import Problem  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def no_windows(monkeypatch):
+    """plt.show closes the figure instead; every test counts the figures it drew."""
+    shown = []
+
+    def show(*args, **kwargs):
+        shown.append(plt.gcf())
+        plt.close("all")
+    monkeypatch.setattr(plt, "show", show)
+    yield shown
+    plt.close("all")
+
+
+def configs(name):
+    return registry.get(name).extreme_configs()   # the defaults first, then the extremes
+
+
+def ids(name):
+    return [registry.get(name).changes_label(c) or "defaults" for c in configs(name)]
+
+
+# --- every picture at the default and extreme configurations ------------------------------------
+
+PICTURES = [  # (lesson, kernel of its chapter, extra arguments)
+    (gl.show_tile_walk, "02_smem_tiling", {}),
+    (gl.show_sectors, "02_smem_tiling", {}),
+    (gl.show_sectors, "03_coalescing", {}),
+    (gl.show_outer_product, "05_register_tiling", {"k": 1}),
+    (gl.show_shared_loads, "05_register_tiling", {}),
+    (gl.show_shared_loads, "08_warp_tiling", {"operand": "A"}),
+    (gl.show_shared_loads, "08_warp_tiling", {"operand": "B"}),
+    (gl.show_prefetch_timeline, "07_prefetch", {}),
+    (gl.show_stage_ring, "10_final", {}),
+    (gl.show_ffma_order, "08_warp_tiling", {}),
+    (gl.show_ffma_order, "10_final", {}),
+    (gl.show_last_wave, "10_final", {"slots": 132}),
+]
+# The last wave is drawn block slot by block slot (about a second a picture): its defaults and two
+# extremes here; the wave model itself is checked below on known cases.
+CASES = [(show, name, extra, cfg) for show, name, extra in PICTURES
+         for cfg in (configs(name)[:3] if show is gl.show_last_wave else configs(name))]
+
+
+@pytest.mark.parametrize("show,name,extra,cfg", CASES,
+                         ids=[f"{s.__name__}-{n}-{registry.get(n).changes_label(c) or 'defaults'}"
+                              for s, n, _, c in CASES])
+def test_every_picture_draws_at_default_and_extreme_configs(show, name, extra, cfg, no_windows):
+    show(name, **extra, **cfg)
+    assert len(no_windows) == 1
+
+
+def test_the_last_wave_takes_its_slots_from_the_builds_occupancy(no_windows, capsys):
+    gl.show_last_wave("10_final", SPLIT=4)
+    per_sm = compile_kernel("10_final", {"SPLIT": 4}).occupancy.blocks_per_sm
+    assert f"{132 * per_sm} slots (132 SMs x {per_sm} block(s) per SM" in capsys.readouterr().out
+    assert len(no_windows) == 1
+
+
+@pytest.mark.parametrize("show,name", [
+    (gl.show_tile_walk, "01_naive"),               # stages no tiles
+    (gl.show_sectors, "05_register_tiling"),       # loads its tiles with a mapping of its own
+    (gl.show_outer_product, "03_coalescing"),      # inner products
+    (gl.show_shared_loads, "04_bank_conflicts"),   # no model of its shared reads (smem_word)
+    (gl.show_prefetch_timeline, "08_warp_tiling"),  # no PREFETCH to switch
+    (gl.show_stage_ring, "07_prefetch"),           # no STAGES
+    (gl.show_ffma_order, "02_smem_tiling"),        # no register patch
+])
+def test_a_kernel_without_what_the_picture_needs_is_refused_in_words(show, name, no_windows, capsys):
+    show(name)
+    assert no_windows == []
+    assert registry.get(name).name in capsys.readouterr().out
+
+
+# --- the numbers the pictures compute ------------------------------------------------------------
+
+def _requests(name, size=4096, **params):
+    spec = registry.get(name)
+    return models.warp_requests(spec, spec.resolve(params), Problem(size, size, size))
+
+
+def test_the_naive_row_mapping_moves_more_sectors_per_request_than_coalescing():
+    before, after = _requests("02_smem_tiling"), _requests("03_coalescing")
+    for operand in "ABC":
+        assert models.sectors_per_request(before, operand) == 32     # one sector per lane
+        assert models.sectors_per_request(after, operand) == 4       # 32 floats in a row: 128 bytes
+    # narrower tiles put two rows in a warp: still far apart before, two sectors a row after
+    before, after = _requests("02_smem_tiling", TILE=16), _requests("03_coalescing", TILE=16)
+    assert models.sectors_per_request(before, "A") == 16 and models.sectors_per_request(after, "A") == 4
+    naive = _requests("01_naive")
+    assert [models.sectors_per_request(naive, o) for o in "ABC"] == [32, 1, 32]   # B: one float, broadcast
+
+
+def test_the_sector_model_agrees_with_the_recorded_counters():
+    rec = records.latest()
+    checked = 0
+    for name in registry.KERNELS:
+        spec = registry.get(name)
+        if models.sectors_supported(spec):
+            continue
+        for entry in rec.counters(name):
+            c = {records.COUNTERS[k]: v for k, v in entry["counters"].items() if k in records.COUNTERS}
+            requests = _requests(name, entry["size"], **entry["params"])
+            loads = [len(r.sectors) for r in requests if r.operand in "AB"]
+            stores = [len(r.sectors) for r in requests if r.operand == "C"]
+            assert sum(loads) / len(loads) == pytest.approx(c["global load sectors"] / c["global load requests"], rel=0.01)
+            assert sum(stores) / len(stores) == pytest.approx(c["global store sectors"] / c["global store requests"],
+                                                              rel=0.01)
+            checked += 1
+    assert checked >= 4
+
+
+def _loads(name, operand, **params):
+    spec = registry.get(name)
+    return models.shared_loads(spec, spec.resolve(params), operand)
+
+
+def test_128_bit_shared_loads_go_in_phases_of_8_lanes():
+    for load in _loads("08_warp_tiling", "B") + _loads("10_final", "A") + _loads("07_prefetch", "B"):
+        assert load.width == 4 and load.phase_lanes == 8
+        assert [len(p) for p in load.phases()] == [8, 8, 8, 8]
+    scalar = _loads("05_register_tiling", "B", BM=64, BK=16, TN=1)       # one column a thread: LDS.32
+    assert scalar[0].width == 1 and [len(p) for p in scalar[0].phases()] == [32]
+
+
+def test_banks_per_phase_on_known_cases():
+    passes = lambda loads: Counter(ld.wavefronts(p) for ld in loads for p in ld.phases())
+    # 08: a sub-tile's lanes read consecutive 16-byte vectors of B: one pass each phase
+    assert set(passes(_loads("08_warp_tiling", "B"))) == {1}
+    assert set(passes(_loads("10_final", "B"))) == {1} and set(passes(_loads("10_final", "A"))) == {1}
+    # 07 with TN=8: lanes 32 bytes apart, lanes 0 and 4 of a phase meet in banks 0-3: 2-way
+    assert set(passes(_loads("07_prefetch", "B"))) == {2}
+    assert set(passes(_loads("07_prefetch", "B", BM=64, BK=16, TN=4))) == {1}
+    first = _loads("07_prefetch", "B")[0]
+    assert [first.words[lane] % 32 for lane in range(8)] == [0, 8, 16, 24, 0, 8, 16, 24]
+
+
+@pytest.mark.parametrize("name,params", [("05_register_tiling", {}), ("05_register_tiling", {"BM": 64, "BK": 16, "TN": 1}),
+                                         ("07_prefetch", {}), ("08_warp_tiling", {"WN": 64, "TM": 8}), ("10_final", {})])
+def test_the_shared_load_model_counts_the_loads_in_the_sass(name, params):
+    """Per tile, as many loads of each width as the hot loop's SASS (its k loop fully unrolled)."""
+    spec = registry.get(name)
+    full = spec.resolve(params)
+    model = Counter({4: "LDS.128", 2: "LDS.64", 1: "LDS"}[ld.width] for op in "AB" for ld in _loads(name, op, **params))
+    ops = Counter(op.split()[0] for op in sass.hot_region(compile_kernel(spec, full)))
+    assert {k: ops[k] for k in model} == dict(model)
+
+
+def test_the_snake_order_shares_an_operand_between_every_two_ffmas():
+    rows, cols = 8, 8
+    straight, snake = models.ffma_order(rows, cols, False), models.ffma_order(rows, cols, True)
+    assert sorted(straight) == sorted(snake) == [(i, j) for i in range(rows) for j in range(cols)]
+    assert models.reused_operands(straight).count("") == rows - 1     # each new row starts afresh
+    assert "" not in models.reused_operands(snake)
+    assert models.reused_operands(snake).count("b") == rows - 1
+
+
+def test_prefetching_hides_the_load_in_the_model():
+    spec = registry.get("07_prefetch")
+    costs = models.tile_costs(spec, spec.resolve())
+    end = lambda bars: max(s + d for _, s, d, _ in bars)
+    assert end(models.timeline(costs, 3, True)) < end(models.timeline(costs, 3, False))
+    assert {b[0] for b in models.timeline(costs, 3, True)} == {"global loads in flight", "shared stores", "barrier",
+                                                               "compute (FFMAs)"}
+
+
+def test_the_last_wave_at_6144_cubed_splits_its_96_tiles():
+    spec = registry.get("10_final")
+    problem = Problem(6144, 6144, 6144)
+    whole = models.waves(spec, spec.resolve(), problem, 132)
+    split = models.waves(spec, spec.resolve({"SPLIT": 4}), problem, 132)
+    assert whole.tiles == 1152 and whole.last_wave == 96 and whole.split == 0 and whole.makespan == 9
+    assert split.split == 96 and split.blocks == 1152 - 96 + 96 * 4
+    assert split.blocks == spec.launch(spec.resolve({"SPLIT": 4}), problem, 132)[0][0]
+    assert sum(1 for run in split.runs if run[3].startswith("piece")) == 96 * 4
+    assert split.makespan < whole.makespan
+
+
+def test_the_stage_ring_holds_tile_t_in_buffer_t_mod_stages(no_windows, monkeypatch):
+    drawn = {}
+    monkeypatch.setattr(plots, "stage_ring", lambda spec, params, cells, columns, stages, label: drawn.update(cells))
+    chapter10.show_stage_ring("10_final", tiles=6, STAGES=3)
+    for t in range(6):
+        assert drawn[(t + 1, t % 3)] == ("computing", t)
+        if t + 2 < 6:
+            assert drawn[(t + 1, (t + 2) % 3)] == ("copies issued now", t + 2)
+
+
+# --- the reworked plots, on the record's data ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def record():
+    return records.latest()
+
+
+@pytest.mark.parametrize("name", list(registry.KERNELS))
+def test_config_bars_draw_every_recorded_sweep(name, record, no_windows):
+    rows = record.at(name, (4096,) * 3)
+    plots.config_bars(registry.get(name), rows, record.label)
+    assert len(no_windows) == 1
+
+
+def test_many_configurations_become_a_heatmap(record, no_windows):
+    rows = record.at("08_warp_tiling", (4096,) * 3)
+    assert len(rows) > 16
+    plots.config_bars(registry.get("08_warp_tiling"), rows, record.label)
+    assert any(ax.images for ax in no_windows[0].axes), "a heatmap, not a bar per row"
+
+
+def test_explorer_bars_of_the_naive_kernel_use_a_log_axis(record, no_windows):
+    row = record.result("01_naive", registry.get("01_naive").defaults, (4096,) * 3)
+    plots.explorer_bars("01 naive", row["gflops"], row["cublas_gflops"], 66900.0, record.label)
+    assert no_windows[0].axes[0].get_xscale() == "log"
+
+
+def test_the_ladder_joins_no_unrelated_shapes(record, no_windows):
+    rows, shapes = record.data["ladder"], [tuple(s) for s in course.LADDER_SHAPES]
+    plots.ladder(rows, shapes, record.label, {n: s.title for n, s in registry.KERNELS.items()})
+    ax = no_windows[0].axes[0]
+    assert ax.get_xlabel() == "M x N x K"
+    cubes = {i for i, s in enumerate([s for s in shapes if s[0] == s[1] == s[2]])}
+    for line in ax.get_lines():
+        if line.get_linestyle() not in ("None", "none", ""):
+            assert len(line.get_xdata()) <= len(cubes), "a line runs only through the cubes"
+
+
+def test_the_final_search_is_a_heatmap(no_windows):
+    gl.show_final_search("10_final")
+    assert any(ax.images for ax in no_windows[0].axes)
+
+
+def test_the_ridge_label_sits_where_no_point_is(record, no_windows):
+    peak, bw = 66900.0, 3350.0
+    ridge = roofline.ridge_point(peak, bw)
+    points = [("on the ridge", ridge, peak / 30), ("naive", 0.25, 500.0), ("near", ridge * 1.3, peak / 2)]
+    plots.roofline(points, peak, bw, record.label)
+    ax = no_windows[0].axes[0]
+    label = next(t for t in ax.texts if t.get_text().startswith("ridge"))
+    fig = no_windows[0]
+    fig.canvas.draw()
+    box = label.get_window_extent()
+    for _, x, y in points:
+        px, py = ax.transData.transform((x, y / 1e3))
+        assert not (box.x0 - 3 <= px <= box.x1 + 3 and box.y0 - 3 <= py <= box.y1 + 3), "a point under the label"
