@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import cubin, registry, sass, toolchain
@@ -89,6 +89,11 @@ class Occupancy:
     warps_per_sm: int
     max_warps_per_sm: int
     limited_by: str
+    # What each resource allows: blocks per SM by threads, the block limit, registers and shared
+    # memory; and the budget behind them (registers per warp as allocated, shared bytes per block
+    # with the system's reserve, and the SM's own totals).
+    limits: dict = field(default_factory=dict)
+    budget: dict = field(default_factory=dict)
 
     @property
     def fraction(self) -> float:
@@ -111,7 +116,10 @@ def occupancy(resources: Resources, threads: int, arch: str, dynamic_smem: int =
         limits["shared memory"] = smem_per_sm // (smem + 1024)  # 1 KiB reserved per block
     limited_by = min(limits, key=limits.get)
     blocks = limits[limited_by]
-    return Occupancy(blocks, blocks * warps, max_threads // 32, limited_by)
+    budget = {"threads_per_sm": max_threads, "blocks_per_sm": max_blocks, "registers_per_sm": _REGS_PER_SM,
+              "shared_per_sm": smem_per_sm, "warps_per_block": warps, "registers_per_warp": regs_per_warp,
+              "shared_per_block": smem + 1024 if smem else 0}
+    return Occupancy(blocks, blocks * warps, max_threads // 32, limited_by, limits, budget)
 
 
 @dataclass(frozen=True)

@@ -134,3 +134,19 @@ def test_spread_puts_the_next_tiles_copies_among_the_ffmas():
     ops, first_ffma, copies = layout(spread)
     assert len(copies) == 12 and min(copies) > first_ffma
     assert max(copies) - min(copies) > len(ops) // 2
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_occupancy_budget_adds_up(name):
+    """The budget gl.show_occupancy prints is the one the occupancy comes from: registers allocated
+    per warp in units of 256, each limit the SM's total over the block's need, the least one wins."""
+    build = compile_kernel(name, None, "sm_90")
+    occ, b = build.occupancy, build.occupancy.budget
+    warps = -(-KERNELS[name].threads(build.params) // 32)
+    assert b["registers_per_warp"] % 256 == 0 and b["registers_per_warp"] >= build.resources.registers * 32
+    assert occ.limits["registers"] == b["registers_per_sm"] // b["registers_per_warp"] // warps
+    assert occ.limits["threads"] == b["threads_per_sm"] // (warps * 32)
+    if "shared memory" in occ.limits:
+        assert occ.limits["shared memory"] == b["shared_per_sm"] // b["shared_per_block"]
+    assert occ.blocks_per_sm == min(occ.limits.values()) == occ.limits[occ.limited_by]
+    assert occ.warps_per_sm == occ.blocks_per_sm * warps

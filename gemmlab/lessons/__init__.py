@@ -15,5 +15,5 @@ from .chapter10 import (show_copy_placement, show_final_search, show_final_table
 from .common import (show_compile_report, show_counters, show_diff, show_explorer, show_inner_loop,  # noqa: F401
                      show_kernel, show_ladder, show_prediction, show_sass, show_sweep, show_thread_map,
                      show_tunable, show_tuning, show_vs_cublas)
-from .register_tiles import (show_ffma_order, show_outer_product, show_reuse, show_shared_loads,  # noqa: F401
+from .register_tiles import (show_ffma_order, show_occupancy, show_outer_product, show_reuse, show_shared_loads,  # noqa: F401
                              show_steps, show_unroll_study, show_warp_tiling)

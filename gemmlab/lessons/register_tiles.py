@@ -171,3 +171,26 @@ def show_ffma_order(name: str, **params) -> None:
         print(f"{title}: of {len(order) - 1} consecutive pairs, {reused.count('a')} share a[i], "
               f"{reused.count('b')} share b[j], {reused.count('')} share nothing")
     plots.ffma_order(spec, full, rows, cols, panels, "the order of the kernel's inner loop (source), no GPU involved")
+
+
+def show_occupancy(name: str, arch: str = "sm_90", **params) -> None:
+    """How many blocks fit on one SM, resource by resource, for these tunables: the budget the
+    occupancy in the compile report comes from (registers are allocated per warp, in units of 256;
+    each block's shared memory carries a 1 KiB system reserve). From the compiled build, no GPU."""
+    spec = registry.get(name)
+    build = compile_kernel(spec, params, arch)
+    occ, b = build.occupancy, build.occupancy.budget
+    threads, warps = spec.threads(build.params), b["warps_per_block"]
+    regs = build.resources.registers
+    rows = [["threads", f"{threads} ({warps} warps)", f"{b['threads_per_sm']}", occ.limits["threads"]],
+            ["registers", f"{regs} per thread -> {b['registers_per_warp']} per warp (units of 256) x {warps} warps "
+                          f"= {b['registers_per_warp'] * warps}", f"{b['registers_per_sm']}", occ.limits["registers"]],
+            ["blocks", "1", f"{b['blocks_per_sm']}", occ.limits["blocks"]]]
+    if "shared memory" in occ.limits:
+        rows.insert(2, ["shared memory", f"{b['shared_per_block'] - 1024} B + 1 KiB reserved = {b['shared_per_block']} B",
+                        f"{b['shared_per_sm']} B", occ.limits["shared memory"]])
+    rows = [[r[0], r[1], r[2], f"**{r[3]}**" if r[0] == occ.limited_by else r[3]] for r in rows]
+    markdown(table(["resource", "one block needs", f"one SM ({arch}) has", "blocks it allows"], rows)
+             + f"\n\n{spec.name} [{spec.config_label(build.params)}]: **{occ.blocks_per_sm} block(s) per SM**, limited by "
+             f"{occ.limited_by}: {occ.warps_per_sm} of {occ.max_warps_per_sm} warps ({occ.fraction:.0%} occupancy), "
+             f"{occ.warps_per_sm / 4:g} warps for each of the SM's 4 schedulers to choose from.")
