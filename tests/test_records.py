@@ -103,3 +103,18 @@ def test_stall_profiles_keep_what_ncu_gave_and_fall_back_without_the_level_metri
     assert new["l2_bytes"] == 1.0 and new["shared_wavefronts"] == 1.0 and new["issued_per_scheduler"] == 1.0
     assert "l2_bytes" not in old and old["stalls"]["wait"] == 1.0
     assert calls[0] > calls[-1]
+
+
+@pytest.mark.parametrize("record", records.load_all(), ids=lambda r: r.path.name)
+def test_the_issue_slot_view_leaves_no_more_than_the_peak(record):
+    """Peak x issue rate x FFMA share bounds the measured speed (the rest is at most 1), and the
+    profiles counted one FFMA per multiply-add of the problem."""
+    from gemmlab.lessons import chapter10
+    rows = chapter10.issue_slots(record)
+    assert {r["name"].split()[0] for r in rows} >= {"cuBLAS"} and len(rows) >= 2
+    for r in rows:
+        assert 0.8 < r["rest"] <= 1.0, r
+        assert 0.5 < r["ffma_share"] < 1.0
+    for p in record.stalls():
+        if p["kernel"] != "cublas" and p.get("ffma_thread_instructions"):
+            assert p["ffma_thread_instructions"] == p["size"] ** 3

@@ -10,7 +10,7 @@ from .chapter02 import show_sectors, show_tile_walk  # noqa: F401
 from .chapter04 import show_banks  # noqa: F401
 from .chapter07 import show_prefetch_timeline  # noqa: F401
 from .chapter09 import show_ladder_over_shapes  # noqa: F401
-from .chapter10 import (show_copy_placement, show_final_search, show_final_table, show_last_wave,  # noqa: F401
+from .chapter10 import (show_copy_placement, show_issue_slots, show_final_search, show_final_table, show_last_wave,  # noqa: F401
                         show_stage_ring, show_stall_profile)
 from .common import (show_compile_report, show_counters, show_diff, show_explorer, show_inner_loop,  # noqa: F401
                      show_kernel, show_ladder, show_prediction, show_sass, show_sweep, show_thread_map,

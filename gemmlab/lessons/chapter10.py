@@ -175,3 +175,47 @@ def show_last_wave(name: str, M: int = 6144, N: int = 6144, K: int = 6144, slots
         lines.append(f"model, {title}: done after {w.makespan:.2f} tile-times")
     print("\n".join(lines))
     plots.wave_schedule(spec, panels, "a model of the launch (spec.launch), not a measurement")
+
+
+def issue_slots(rec) -> list[dict]:
+    """From the record's profiles (the best configuration of each profiled kernel, and cuBLAS): what
+    share of the FP32 peak the issue rate and the FFMA share of issued instructions allow, against
+    the speed measured at the same size. Every scheduler issuing one FFMA of 32 lanes every cycle
+    would be the peak; `rest` is what the two counters leave unexplained (cycles an SM holds no
+    work, a clock below the attribute's, lanes switched off)."""
+    peak = rec.device["peak_fp32_tflops"] * 1e3
+    rows, seen = [], set()
+    for p in rec.stalls():
+        if p["kernel"] in seen or not p.get("instructions"):
+            continue
+        seen.add(p["kernel"])
+        size = (p["size"],) * 3
+        if p["kernel"] == "cublas":
+            runs = [r["cublas_gflops"] for r in rec.data["results"] if records.shape_key(r) == size]
+            measured, name = sorted(runs)[len(runs) // 2], "cuBLAS FP32 (median over the record's runs)"
+        else:
+            spec = registry.get(p["kernel"])
+            measured = rec.result(spec.name, p["params"], size)["gflops"]
+            name = f"{spec.title} [{spec.changes_label(p['params']) or 'the defaults'}]"
+        ffma_share = p["ffma_thread_instructions"] / 32 / p["instructions"]
+        allowed = peak * p["issued_per_scheduler"] * ffma_share
+        rows.append({"name": name, "size": p["size"], "issue": p["issued_per_scheduler"], "ffma_share": ffma_share,
+                     "allowed": allowed, "measured": measured, "rest": measured / allowed})
+    return rows
+
+
+def show_issue_slots() -> None:
+    """The issue-slot view, from the recorded counters: FP32 peak x issue rate x FFMA share x the
+    rest = the measured speed. Past the memory roofs, this is where the distance to the peak goes."""
+    rec = source.record()
+    rows = issue_slots(rec)
+    if not rows:
+        print(f"no profiles with instruction counts in the record ({rec.label})")
+        return
+    peak = rec.device["peak_fp32_tflops"]
+    markdown(table(["kernel", "FP32 peak TFLOP/s", "issued per cycle per scheduler", "FFMAs among them",
+                    "peak x issue x FFMA share", "measured", "the rest"],
+                   [[r["name"], f"{peak:.1f}", f"{r['issue']:.2f}", f"{r['ffma_share']:.2f}",
+                     f"{r['allowed'] / 1e3:.1f}", f"{r['measured'] / 1e3:.1f}", f"{r['rest']:.2f}"] for r in rows])
+             + f"\n\nat {rows[0]['size']}^3; issue rate and instruction counts from one launch each under "
+             f"`ncu --clock-control none`, speeds from the record's timed runs; {rec.label}")
