@@ -14,16 +14,15 @@ def show_prefetch_timeline(name: str, tiles: int = 3, latency: int = 600, **para
     if "PREFETCH" not in spec.defaults or spec.thread_tile is None or spec.k_tile is None:
         print(f"{spec.name} has no PREFETCH tunable to switch: the timeline compares PREFETCH=0 and 1")
         return
-    panels = []
-    for prefetch in (0, 1):
-        full = spec.resolve({**params, "PREFETCH": prefetch})
-        costs = tile_costs(spec, full, latency)
-        panels.append((f"PREFETCH={prefetch}", timeline(costs, tiles, bool(prefetch))))
-    per_tile = {False: costs.latency + costs.store + 2 * costs.barrier + costs.compute,
-                True: max(costs.latency, costs.compute) + costs.store + costs.barrier}
-    print(f"model per tile, one warp alone: global load {costs.latency} cycles, shared stores {costs.store}, "
-          f"barrier {costs.barrier}, math {costs.compute} (FFMAs and shared loads).\n"
-          f"PREFETCH=0: {per_tile[False]} cycles a tile (the load waits in full); PREFETCH=1: {per_tile[True]} "
+    panels, costs = [], {}
+    for prefetch in (False, True):
+        costs[prefetch] = tile_costs(spec, spec.resolve({**params, "PREFETCH": int(prefetch)}), latency)
+        panels.append((f"PREFETCH={int(prefetch)}", timeline(costs[prefetch], tiles, prefetch)))
+    c = costs[True]
+    print(f"model per tile, one warp alone: global load {c.latency} cycles, shared stores {c.store}, "
+          f"barrier {c.barrier}, math {c.compute} (FFMAs and shared loads).\n"
+          f"PREFETCH=0: {costs[False].per_tile(False)} cycles a tile (the load waits in full); "
+          f"PREFETCH=1: {c.per_tile(True)} "
           f"(the next tile's load hides behind the math). With several warps per scheduler the others issue "
           f"during a wait anyway, which is why the measured gain is smaller.")
     shown = spec.resolve({k: v for k, v in params.items() if k != "PREFETCH"})

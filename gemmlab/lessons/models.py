@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..spec import PIECE_COST, KernelSpec, Params, Problem, split_tiles
+from ..spec import PIECE_COST, KernelSpec, Params, Problem
 
 WARP = 32
 SECTOR = 32          # bytes: the unit global memory moves
@@ -178,6 +178,13 @@ class Costs:
     barrier: int
     compute: int      # shared loads and FFMAs of one tile
 
+    def per_tile(self, prefetch: bool) -> int:
+        """Cycles a tile takes once the timeline is in step: without prefetching the load waits in
+        full, with it the next tile's load hides behind the math."""
+        if prefetch:
+            return max(self.latency, self.compute) + self.store + self.barrier
+        return self.latency + self.store + 2 * self.barrier + self.compute
+
 
 def tile_costs(spec: KernelSpec, params: Params, latency: int = 600, barrier: int = 20) -> Costs:
     """Compute: one FFMA per multiply-add of the thread's patch at every k, plus one shared load
@@ -252,10 +259,9 @@ def waves(spec: KernelSpec, params: Params, problem: Problem, slots: int) -> Wav
     tiles = -(-problem.M // rows) * -(-problem.N // cols)
     pieces = spec.split(params)
     tiles_k = -(-problem.K // spec.k_tile(params)) if spec.k_tile else 1
-    split = split_tiles(tiles, tiles_k, slots, pieces, spec.split_flags) if pieces > 1 else 0
     grid, _ = spec.launch(params, problem, slots)
     blocks = grid[0] * grid[1] * grid[2]
-    assert blocks == tiles + split * (pieces - 1)
+    split = (blocks - tiles) // (pieces - 1) if pieces > 1 else 0   # the launch's plan (spec.split_tiles)
     piece = 1 / pieces + PIECE_COST / tiles_k
     free = [(0.0, s) for s in range(slots)]
     runs = []
