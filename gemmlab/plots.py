@@ -135,9 +135,8 @@ def _varying(spec, rows) -> list[str]:
             v = r["params"][name]
             best[v] = max(best.get(v, 0.0), r["gflops"])
         return best
-    names = [p.name for p in spec.params if len({r["params"][p.name] for r in rows}) > 1]
-    return sorted(names, key=lambda n: (-(max(best_per_value(n).values()) - min(best_per_value(n).values())),
-                                        -len(best_per_value(n))))
+    best = {p.name: best_per_value(p.name) for p in spec.params if len({r["params"][p.name] for r in rows}) > 1}
+    return sorted(best, key=lambda n: (-(max(best[n].values()) - min(best[n].values())), -len(best[n])))
 
 
 def config_heatmap(spec, rows, label: str, cells: int = 48):
