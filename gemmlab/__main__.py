@@ -145,7 +145,7 @@ def cmd_tune(args) -> int:
 
 def cmd_record(args) -> int:
     from . import recorder
-    path = recorder.record(args.kernel or None, ladder=args.ladder, final=args.final)
+    path = recorder.record(args.kernel or None, ladder=args.ladder, final=args.final, profiles=args.profiles)
     print(f"wrote {path}")
     return 0
 
@@ -191,8 +191,10 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(fn=cmd_tune)
     p = sub.add_parser("record", help="measure every kernel over the explorer configurations (GPU)")
     p.add_argument("kernel", nargs="*", help="only these kernels (default: everything)")
-    p.add_argument("--ladder", action="store_true", help="re-measure chapter 09's ladder over sizes")
-    p.add_argument("--final", action="store_true", help="re-measure chapter 10's table and stall profiles")
+    p.add_argument("--ladder", action="store_true", help="re-measure the ladder over sizes and shapes")
+    p.add_argument("--final", action="store_true", help="re-measure the final kernel's per-shape search and table")
+    p.add_argument("--profiles", action="store_true",
+                   help="re-profile every kernel with Nsight Compute, and re-measure the memory latencies")
     p.set_defaults(fn=cmd_record)
     args = parser.parse_args(argv)
     if args.command in ON_GPU and not device.available():

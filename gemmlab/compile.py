@@ -170,7 +170,8 @@ def _options(params: Params, arch: str) -> list[str]:
     return [f"-arch={arch}", *BASE_OPTIONS, *(f"-D{k}={v}" for k, v in sorted(params.items()))]
 
 
-def _nvrtc_compile(source: bytes, name: str, options: list[str]) -> tuple[bool, bytes, str]:
+def nvrtc_compile(source: bytes, name: str, options: list[str]) -> tuple[bool, bytes, str]:
+    """(compiled?, cubin, log) of one source with NVRTC; what compile_kernel and the probes share."""
     nvrtc = toolchain.nvrtc()  # cuda.bindings.nvrtc: every call returns (nvrtcResult, *outputs)
     success = nvrtc.nvrtcResult.NVRTC_SUCCESS
     status, prog = nvrtc.nvrtcCreateProgram(source, name.encode(), 0, [], [])
@@ -213,7 +214,7 @@ def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch:
         log = log_path.read_text()
         resources = Resources(**json.loads(res_path.read_text()))
     else:
-        ok, image, log = _nvrtc_compile(source, f"kernels/{spec.path.name}", options)
+        ok, image, log = nvrtc_compile(source, f"kernels/{spec.path.name}", options)
         if not ok:
             raise CompileError(spec.name, full, arch, log)
         tmp = cubin_path.with_suffix(f".tmp{os.getpid()}")

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 # The matrix sizes the chapter explorers offer (and so the sizes `record` measures).
 EXPLORER_SIZES = (1024, 2048, 4096)
-# Where a chapter's steps (KernelSpec.steps) are measured and profiled.
+# Where a chapter's steps (KernelSpec.steps) are measured, and where every kernel is profiled.
 STEP_SIZE = 4096
-# Where the Nsight Compute counters of every kernel are read (KernelSpec.counter_overrides).
-COUNTER_SIZE = 2048
+# Where the Nsight Compute counters of every kernel are read (KernelSpec.counter_overrides): the
+# size the chapters explain, where A and B (64 MiB each) no longer fit in the H100's 50 MiB of L2.
+COUNTER_SIZE = 4096
 # Chapter 00 times the first call of this chapter's kernel (compile, load, launch) at its defaults.
 FIRST_CALL_CHAPTER = 3
 # The sizes chapter 00 sweeps cuBLAS over.
 CUBLAS_SIZES = (256, 512, 1024, 2048, 4096, 6144, 8192)
-# The shapes chapter 09's ladder measures every kernel at (M, N, K).
+# The shapes the ladder chapter measures every kernel at (M, N, K).
 LADDER_SHAPES = ((256, 256, 256), (512, 512, 512),
                  (1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
                  (4096, 4096, 1024), (8192, 1024, 4096))

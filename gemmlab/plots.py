@@ -454,6 +454,60 @@ def stalls(rows, reasons, label: str):
     _finish(fig, label)
 
 
+def stall_stack(captions, profiles, reasons, label: str):
+    """One horizontal bar per profile: its stall cycles per issued instruction, stacked by reason,
+    with the issue rate written beside it."""
+    fig, ax = plt.subplots(figsize=(9, 0.55 * len(captions) + 1.6))
+    ys = np.arange(len(captions))[::-1]
+    left = np.zeros(len(captions))
+    colours = plt.get_cmap("tab10")
+    for i, reason in enumerate(reasons):
+        values = np.array([p["stalls"][reason] for p in profiles])
+        ax.barh(ys, values, left=left, color=colours(i % 10), label=reason.replace("_", " "), height=0.6)
+        left += values
+    for y, total, p in zip(ys, left, profiles):
+        ax.text(total, y, f"  {p['issued_per_scheduler']:.2f} issued/cycle", va="center", fontsize=8)
+    ax.set_yticks(ys, captions, fontsize=8)
+    ax.set_xlim(0, left.max() * 1.35)
+    ax.set_xlabel("stall cycles per issued instruction (eligible-but-not-selected left out)")
+    ax.legend(fontsize=7, ncol=3, loc="lower right")
+    ax.grid(alpha=0.2, axis="x")
+    _finish(fig, label)
+
+
+def hierarchical_roofline(points, roofs: dict, peak_gflops: float, label: str):
+    """points: (name, {level: FLOP per byte}, GFLOP/s). One roof per memory level (bandwidth x
+    intensity, capped by the peak) and, per kernel, one marker per level at the intensity measured
+    there, all at the kernel's speed, joined by a line."""
+    fig, ax = plt.subplots(figsize=(8, 4.6))
+    markers = {"DRAM": "o", "L2": "s", "shared": "^"}
+    styles = {"DRAM": "-", "L2": "--", "shared": ":"}
+    xs = np.logspace(-1.5, 3.5, 200)
+    for level, gbs in roofs.items():
+        ax.loglog(xs, [model.attainable_gflops(x, peak_gflops, gbs) / 1e3 for x in xs], "k", ls=styles[level], lw=1.2,
+                  label=f"{level} roof, {gbs / 1e3:.1f} TB/s")
+    colours = plt.get_cmap("tab10")
+    for i, (name, levels, gflops) in enumerate(points):
+        order = sorted(levels.items(), key=lambda kv: kv[1])
+        ax.loglog([x for _, x in order], [gflops / 1e3] * len(order), "-", color=colours(i), lw=0.8, alpha=0.6)
+        for level, x in order:
+            ax.loglog([x], [gflops / 1e3], markers[level], color=colours(i), ms=7)
+        ax.annotate(name, (order[-1][1], gflops / 1e3), xytext=(6, 0), textcoords="offset points", fontsize=7,
+                    color=colours(i), va="center")
+    ax.set_ylim(top=peak_gflops / 1e3 * 2.2)
+    ax.annotate(f"FP32 peak {peak_gflops / 1e3:.1f} TFLOP/s", (xs[0], peak_gflops / 1e3), xytext=(4, 3),
+                textcoords="offset points", fontsize=8, ha="left", va="bottom")
+    for level, m in markers.items():
+        if level in roofs:
+            ax.plot([], [], m, color="0.4", label=f"intensity at {level}")
+    ax.set_xlabel("arithmetic intensity (FLOP per byte moved at that level)")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title("Hierarchical roofline: one point per memory level", fontsize=10)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(True, which="both", alpha=0.2)
+    _finish(fig, label)
+
+
 # --- pictures of the models (lessons/models.py): no measurement in them ---------------------------
 
 def _rect(ax, x, y, w, h, **kw):

@@ -3,7 +3,8 @@ saves one JSON file per device under gemmlab/data/ (records.py reads them).
 
 `python -m gemmlab record` measures every kernel over every configuration its sliders offer and
 every explorer size, each chapter's steps, chapter 00's measurements, the ladder, the final
-chapter's per-shape search and table, and the Nsight Compute counters and stall profiles.
+kernel's per-shape search and table, every kernel's Nsight Compute counters and profiles (at its
+defaults, its best configuration and its steps), and the memory latencies (latency.py).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from . import bench, campaigns, course, device, identity, records, registry, toolchain
+from . import bench, campaigns, course, device, identity, latency, records, registry, toolchain
 from .spec import KernelSpec
 
 # Nsight Compute's names for what records.STALL_REASONS lists, per issued instruction.
@@ -41,7 +42,8 @@ LEVEL_METRICS = {"l1tex__data_pipe_lsu_wavefronts_mem_shared.sum": "shared_wavef
                  "sm__cycles_active.avg": "sm_cycles_active",
                  "sm__cycles_elapsed.avg": "sm_cycles_elapsed",
                  "gpc__cycles_elapsed.avg.per_second": "clock_hz",
-                 "gpu__time_duration.sum": "duration_ns"}
+                 "gpu__time_duration.sum": "duration_ns",
+                 "smsp__warps_active.avg.per_cycle_active": "warps_per_scheduler"}
 
 
 def versions() -> dict:
@@ -104,15 +106,27 @@ def profile_stalls(runs: list[tuple[str, dict]], size: int = course.STEP_SIZE) -
     return out
 
 
-def _stall_runs(results: list[dict]) -> list[tuple[str, dict]]:
-    """For every kernel that asks for stall profiles: its best configuration at the step size, then
-    each of its steps; cuBLAS last."""
+def _profile_runs(results: list[dict]) -> list[tuple[str, dict]]:
+    """Every kernel at its defaults, its best configuration at the step size and each of its
+    steps (each chapter's profile set against the previous chapter's); cuBLAS last."""
     runs = []
     for spec in registry.KERNELS.values():
-        if spec.stall_profiles:
-            best = records.best_config(results, spec.name, course.STEP_SIZE, spec.defaults)
-            runs += [(spec.name, full) for full in [best, *spec.step_configs()] if (spec.name, full) not in runs]
+        best = records.best_config(results, spec.name, course.STEP_SIZE, spec.defaults)
+        runs += [(spec.name, full) for full in [spec.defaults, best, *spec.step_configs()]
+                 if (spec.name, full) not in runs]
     return runs + [("cublas", {})]
+
+
+def _precompile(jobs: list[tuple[KernelSpec, dict]], progress: bool) -> None:
+    """Compile every configuration about to be measured, in parallel (NVRTC runs outside the GIL),
+    so the measuring loop only loads cubins."""
+    from concurrent.futures import ThreadPoolExecutor
+    from .compile import compile_kernel
+    arch = device.facts().arch
+    unique = list({(spec.name, tuple(sorted(cfg.items()))): (spec, cfg) for spec, cfg in jobs}.values())
+    with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        list(tqdm(pool.map(lambda job: compile_kernel(job[0], job[1], arch), unique), total=len(unique),
+                  desc="compile", disable=not progress))
 
 
 def _save(path: Path, data: dict) -> None:
@@ -125,31 +139,37 @@ def _save(path: Path, data: dict) -> None:
 
 
 def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_dir: Path = records.DATA_DIR,
-           progress: bool = True, ladder: bool = False, final: bool = False) -> Path:
+           progress: bool = True, ladder: bool = False, final: bool = False, profiles: bool = False) -> Path:
     """Measure and write a record for this GPU. Every result was validated first (bench.bench
     raises on a wrong answer, and a failing configuration aborts the record).
     With nothing asked for: everything. With kernels: only their results (and counters) are
-    replaced in this GPU's existing record; `ladder` re-measures chapter 09's ladder (from the
-    results now in the record), `final` the per-shape search and table and the stall profiles."""
+    replaced in this GPU's existing record; `ladder` re-measures the ladder (from the results now
+    in the record), `final` the per-shape search and table, `profiles` every kernel's Nsight
+    Compute counters and profiles and the memory latencies. What the record holds of kernels that
+    no longer exist is dropped."""
     facts = device.facts()
     if facts is None:
         raise RuntimeError(device.why_unavailable())
     path = out_dir / f"{records.slug(facts.name)}.json"
-    everything = not kernels and not ladder and not final
+    everything = not kernels and not ladder and not final and not profiles
     # read what is there before measuring: a damaged file stops us now, not after an hour
     data = json.loads(path.read_text()) if not everything and path.exists() else {"results": [], "sources": {}, "ncu": {}}
+    data["results"] = [r for r in data["results"] if r["kernel"] in registry.KERNELS]
+    data["sources"] = {k: v for k, v in data["sources"].items() if k in registry.KERNELS}
+    data["ncu"] = {k: v for k, v in data["ncu"].items() if k in registry.KERNELS}
     specs = list(registry.KERNELS.values()) if everything else [registry.get(k) for k in kernels or []]
     jobs = [(spec, cfg, s) for spec in specs for cfg in spec.explorer_configs() for s in sizes]
     jobs += [(spec, full, course.STEP_SIZE) for spec in specs for full in spec.step_configs()
              if (spec, full, course.STEP_SIZE) not in jobs]
+    _precompile([(spec, cfg) for spec, cfg, _ in jobs], progress)
     results = [bench.bench(spec, cfg, (s, s, s), budget_s=0.25).as_row()
                for spec, cfg, s in tqdm(jobs, desc="record", disable=not progress)]
     names = {spec.name for spec in specs}
     data["results"] = [r for r in data["results"] if r["kernel"] not in names] + results
     data["sources"].update({spec.name: identity.code_hash(spec.path) for spec in specs})
-    data["ncu"].update(profile_counters(specs))
     data.update({
-        "device": {**facts.as_dict(), "measured_copy_gbs": round(device.measure_copy_bandwidth(), 1)},
+        "device": {**facts.as_dict(), "measured_copy_gbs": round(device.measure_copy_bandwidth(), 1),
+                   "measured_l2_copy_gbs": round(device.measure_l2_bandwidth(), 1)},
         "date": _dt.date.today().isoformat(),
         "versions": {**versions(), "driver_cuda": facts.driver_cuda},
     })
@@ -160,9 +180,15 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
     if everything or final:
         data["final_search"], data["final"] = [], []
         for spec in registry.with_shape_search():
+            _precompile([(spec, cfg) for cfg in spec.shape_search.candidates], progress)
             search = campaigns.measure_shape_search(spec, progress)
             data["final_search"] += search
             data["final"] += campaigns.measure_final(spec, lambda shape: records.fastest_at(search, shape), progress)
-        data["stalls"] = profile_stalls(_stall_runs(data["results"]))
+    if not (everything or profiles):
+        data["ncu"].update(profile_counters(specs))
+    if everything or profiles:
+        data["ncu"] = profile_counters(list(registry.KERNELS.values()))
+        data["stalls"] = profile_stalls(_profile_runs(data["results"]))
+        data["latency"] = latency.measure()
     _save(path, data)
     return path

@@ -147,14 +147,12 @@ class KernelSpec:
     # at a time, in order, each with a caption. `record` measures them at course.STEP_SIZE.
     steps: tuple[tuple[str, dict], ...] = ()
     # Pieces along K that the tiles of a last partial wave may be split into (the SPLIT tunable of
-    # 10); 1: one block per tile, always.
+    # 11); 1: one block per tile, always.
     split: Callable[[Params], int] = field(default=lambda p: 1)
     # The most tiles one launch may split (the kernel keeps one flag per split tile).
     split_flags: int = 0
     # The configurations (overrides on the defaults) whose Nsight Compute counters `record` reads.
     counter_overrides: tuple[dict, ...] = ({},)
-    # True: `record` profiles the stall reasons of the best configuration and of every step.
-    stall_profiles: bool = False
     # A per-shape search (the final chapter's table), or None.
     shape_search: ShapeSearch | None = None
 

@@ -22,7 +22,7 @@ LAYERS = [
     ["source"],
     ["figures"],
     ["tune"],
-    ["bench"],
+    ["bench", "latency"],
     ["records"],
     ["compile"],
     ["registry", "notebooks"],

@@ -105,7 +105,7 @@ def test_archs_listed_are_the_tested_ones():
     assert {"sm_80", "sm_90"} <= set(ARCHS)
 
 
-@pytest.mark.parametrize("name", ["08_warp_tiling", "10_final"])
+@pytest.mark.parametrize("name", ["08_warp_tiling", "10_issue_rate"])
 def test_snake_order_reads_fewer_registers_and_pairs_fewer_banks(name):
     """SNAKE=1 walks odd rows backwards so consecutive FFMAs share an operand: the SASS must show
     more operands served by the reuse cache and fewer FFMAs with two reads in one bank."""
@@ -121,7 +121,7 @@ def test_spread_puts_the_next_tiles_copies_among_the_ffmas():
     """SPREAD=0 issues all of the next tile's copies (LDGSTS) after the barrier, before the first FFMA
     of the hot loop; with SPREAD=4 the first copy comes after FFMAs, and the copies reach across more
     than half of the loop (groups at k steps 1, 6 and 11 of 16)."""
-    spec = KERNELS["10_final"]
+    spec = KERNELS["10_issue_rate"]
     (_, before), (_, spread) = spec.steps[-2:]   # the chapter's last step is SPREAD
 
     def layout(cfg):

@@ -49,7 +49,7 @@ def test_spread_copies_land_in_every_geometry(cfg):
     past the last tile, repeat it into an idle stage. Whatever the copies per thread (BK, tile,
     threads), the stages and the unrolling, C comes out right, with K tiles fewer and more than the
     stages, and in split pieces."""
-    kernel = bench.Kernel("10_final", cfg)
+    kernel = bench.Kernel("11_last_wave", cfg)
     for problem in (Problem(300, 600, 160), Problem(260, 520, 32), Problem(1100, 1300, 704, alpha=0.5, beta=2.0),
                     Problem(512, 512, 512)):
         check = kernel.validate(problem, seed=3)
@@ -62,7 +62,7 @@ def test_split_tiles_add_up_in_any_grid(pieces):
     in turn. Whatever the number of block slots the plan assumes and however many tiles get split
     (all, some, none: K too short for the pieces), C comes out right, and again on the next
     launch (the flags are left at 0)."""
-    kernel = bench.Kernel("10_final", {"SPLIT": pieces})
+    kernel = bench.Kernel("11_last_wave", {"SPLIT": pieces})
     shapes = (Problem(509, 515, 130, alpha=-1.0, beta=0.5), Problem(1100, 1300, 704), Problem(2049, 4100, 100),
               Problem(300, 200, 1000, lda=1003, ldb=201, ldc=256, alpha=0.5, beta=2.0))
     for slots in (kernel.slots, 50, 16, 5):

@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 import gemmlab.lessons as gl  # noqa: E402
 from gemmlab import course, plots, records, registry, roofline, sass  # noqa: E402
 from gemmlab.compile import compile_kernel  # noqa: E402
-from gemmlab.lessons import chapter10, models  # noqa: E402
+from gemmlab.lessons import chapter09, models  # noqa: E402
 from gemmlab.spec import Problem  # noqa: E402
 
 
@@ -48,10 +48,10 @@ PICTURES = [  # (lesson, kernel of its chapter, extra arguments)
     (gl.show_shared_loads, "08_warp_tiling", {"operand": "A"}),
     (gl.show_shared_loads, "08_warp_tiling", {"operand": "B"}),
     (gl.show_prefetch_timeline, "07_prefetch", {}),
-    (gl.show_stage_ring, "10_final", {}),
+    (gl.show_stage_ring, "09_pipeline", {}),
     (gl.show_ffma_order, "08_warp_tiling", {}),
-    (gl.show_ffma_order, "10_final", {}),
-    (gl.show_last_wave, "10_final", {"slots": 132}),
+    (gl.show_ffma_order, "10_issue_rate", {}),
+    (gl.show_last_wave, "11_last_wave", {"slots": 132}),
 ]
 # The last wave is drawn block slot by block slot (about a second a picture): its defaults and two
 # extremes here; the wave model itself is checked below on known cases.
@@ -68,8 +68,8 @@ def test_every_picture_draws_at_default_and_extreme_configs(show, name, extra, c
 
 
 def test_the_last_wave_takes_its_slots_from_the_builds_occupancy(no_windows, capsys):
-    gl.show_last_wave("10_final", SPLIT=4)
-    per_sm = compile_kernel("10_final", {"SPLIT": 4}).occupancy.blocks_per_sm
+    gl.show_last_wave("11_last_wave", SPLIT=4)
+    per_sm = compile_kernel("11_last_wave", {"SPLIT": 4}).occupancy.blocks_per_sm
     assert f"{132 * per_sm} slots (132 SMs x {per_sm} block(s) per SM" in capsys.readouterr().out
     assert len(no_windows) == 1
 
@@ -133,7 +133,7 @@ def _loads(name, operand, **params):
 
 
 def test_128_bit_shared_loads_go_in_phases_of_8_lanes():
-    for load in _loads("08_warp_tiling", "B") + _loads("10_final", "A") + _loads("07_prefetch", "B"):
+    for load in _loads("08_warp_tiling", "B") + _loads("11_last_wave", "A") + _loads("07_prefetch", "B"):
         assert load.width == 4 and load.phase_lanes == 8
         assert [len(p) for p in load.phases()] == [8, 8, 8, 8]
     scalar = _loads("05_register_tiling", "B", BM=64, BK=16, TN=1)       # one column a thread: LDS.32
@@ -144,7 +144,7 @@ def test_banks_per_phase_on_known_cases():
     passes = lambda loads: Counter(ld.wavefronts(p) for ld in loads for p in ld.phases())
     # 08: a sub-tile's lanes read consecutive 16-byte vectors of B: one pass each phase
     assert set(passes(_loads("08_warp_tiling", "B"))) == {1}
-    assert set(passes(_loads("10_final", "B"))) == {1} and set(passes(_loads("10_final", "A"))) == {1}
+    assert set(passes(_loads("11_last_wave", "B"))) == {1} and set(passes(_loads("11_last_wave", "A"))) == {1}
     # 07 with TN=8: lanes 32 bytes apart, lanes 0 and 4 of a phase meet in banks 0-3: 2-way
     assert set(passes(_loads("07_prefetch", "B"))) == {2}
     assert set(passes(_loads("07_prefetch", "B", BM=64, BK=16, TN=4))) == {1}
@@ -153,7 +153,7 @@ def test_banks_per_phase_on_known_cases():
 
 
 @pytest.mark.parametrize("name,params", [("05_register_tiling", {}), ("05_register_tiling", {"BM": 64, "BK": 16, "TN": 1}),
-                                         ("07_prefetch", {}), ("08_warp_tiling", {"WN": 64, "TM": 8}), ("10_final", {})])
+                                         ("07_prefetch", {}), ("08_warp_tiling", {"WN": 64, "TM": 8}), ("11_last_wave", {})])
 def test_the_shared_load_model_counts_the_loads_in_the_sass(name, params):
     """Per tile, as many loads of each width as the hot loop's SASS (its k loop fully unrolled)."""
     spec = registry.get(name)
@@ -182,7 +182,7 @@ def test_prefetching_hides_the_load_in_the_model():
 
 
 def test_the_last_wave_at_6144_cubed_splits_its_96_tiles():
-    spec = registry.get("10_final")
+    spec = registry.get("11_last_wave")
     problem = Problem(6144, 6144, 6144)
     whole = models.waves(spec, spec.resolve(), problem, 132)
     split = models.waves(spec, spec.resolve({"SPLIT": 4}), problem, 132)
@@ -196,7 +196,7 @@ def test_the_last_wave_at_6144_cubed_splits_its_96_tiles():
 def test_the_stage_ring_holds_tile_t_in_buffer_t_mod_stages(no_windows, monkeypatch):
     drawn = {}
     monkeypatch.setattr(plots, "stage_ring", lambda spec, params, cells, columns, stages, label: drawn.update(cells))
-    chapter10.show_stage_ring("10_final", tiles=6, STAGES=3)
+    chapter09.show_stage_ring("09_pipeline", tiles=6, STAGES=3)
     for t in range(6):
         assert drawn[(t + 1, t % 3)] == ("computing", t)
         if t + 2 < 6:
@@ -242,7 +242,7 @@ def test_the_ladder_joins_no_unrelated_shapes(record, no_windows):
 
 
 def test_the_final_search_is_a_heatmap(no_windows):
-    gl.show_final_search("10_final")
+    gl.show_final_search("11_last_wave")
     assert any(ax.images for ax in no_windows[0].axes)
 
 

@@ -46,7 +46,7 @@ def test_defaults_are_legal_and_in_their_value_lists(name):
 
 
 def test_final_kernel_refuses_what_its_rules_forbid_by_name():
-    spec = KERNELS["10_final"]
+    spec = KERNELS["11_last_wave"]
     with pytest.raises(IllegalConfig, match="rule 'unroll-within-tile'"):
         spec.resolve({"BK": 8, "KUNROLL": 16})
     with pytest.raises(IllegalConfig, match="rule 'registers-per-thread'"):
@@ -102,7 +102,7 @@ def test_split_plan_fills_the_last_wave_or_leaves_it():
 
 
 def test_split_launch_is_whole_tiles_then_pieces():
-    spec = registry.get("10")
+    spec = registry.get("11")
     params = spec.resolve({"SPLIT": 4})
     grid, block = spec.launch(params, Problem(6144, 6144, 6144), slots=132)
     assert grid == (1152 + 96 * 3, 1, 1) and block == (256, 1, 1)
@@ -118,7 +118,7 @@ def test_kernel_and_registry_agree_on_the_split_flags():
 
 
 def test_final_candidates_are_legal_and_distinct():
-    spec = registry.get("10")
+    spec = registry.get("11")
     full = [spec.resolve(cfg) for cfg in spec.shape_search.candidates]
     assert len({tuple(sorted(f.items())) for f in full}) == len(full)
     assert any(f["SPLIT"] > 1 for f in full) and any(f["SPLIT"] == 1 for f in full)

@@ -40,11 +40,11 @@ def test_tune_validates_times_and_remembers():
 
 
 def test_only_narrows_the_search_to_legal_configurations_with_those_values():
-    narrowed = tune.candidates("10_final", {"BK": {16}, "STAGES": {2, 3}, "BN": {256}})
+    narrowed = tune.candidates("11_last_wave", {"BK": {16}, "STAGES": {2, 3}, "BN": {256}})
     assert narrowed and all(c["BK"] == 16 and c["STAGES"] in (2, 3) and c["BN"] == 256 for c in narrowed)
-    assert all(registry.get("10").is_legal(c) for c in narrowed)
-    assert len(narrowed) < len(registry.get("10").legal_configs())
+    assert all(registry.get("11").is_legal(c) for c in narrowed)
+    assert len(narrowed) < len(registry.get("11").legal_configs())
     with pytest.raises(IllegalConfig, match="not a tunable"):
-        tune.candidates("10_final", {"TILE": {16}})
+        tune.candidates("11_last_wave", {"TILE": {16}})
     with pytest.raises(IllegalConfig, match="legal values are"):
-        tune.candidates("10_final", {"BK": {7}})
+        tune.candidates("11_last_wave", {"BK": {7}})

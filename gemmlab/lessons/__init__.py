@@ -9,11 +9,14 @@ from .chapter00 import (show_cublas_roofline, show_cublas_sweep, show_device, sh
 from .chapter02 import show_sectors, show_tile_walk  # noqa: F401
 from .chapter04 import show_banks  # noqa: F401
 from .chapter07 import show_prefetch_timeline  # noqa: F401
-from .chapter09 import show_ladder_over_shapes  # noqa: F401
-from .chapter10 import (show_copy_placement, show_issue_slots, show_final_search, show_final_table, show_last_wave,  # noqa: F401
-                        show_stage_ring, show_stall_profile)
+from .chapter09 import show_stage_ring  # noqa: F401
+from .chapter10 import show_copy_placement  # noqa: F401
+from .chapter11 import show_final_search, show_final_table, show_last_wave  # noqa: F401
+from .chapter12 import show_ladder_over_shapes  # noqa: F401
 from .common import (show_compile_report, show_counters, show_diff, show_explorer, show_inner_loop,  # noqa: F401
                      show_kernel, show_ladder, show_prediction, show_sass, show_sweep, show_thread_map,
                      show_tunable, show_tuning, show_vs_cublas)
+from .profiles import (show_hierarchical_roofline, show_issue_slots, show_littles_law, show_profile,  # noqa: F401
+                       show_stall_profile)
 from .register_tiles import (show_ffma_order, show_occupancy, show_outer_product, show_reuse, show_shared_loads,  # noqa: F401
                              show_steps, show_unroll_study, show_warp_tiling)

@@ -60,5 +60,4 @@ SPEC = KernelSpec(
     static_smem=tile_smem(lambda p: 2),
     pointer_alignment=lambda p: 16,
     steps=snake_interior_steps({"WN": 64, "TM": 8, "UNROLL": 8}),
-    stall_profiles=True,
 )

@@ -1,56 +1,20 @@
-// Chapter 10 -- the final kernel: 08's warp tiling, fed by asynchronous copies through a pipeline.
+// Chapter 10 -- issue rate: 09's pipeline with fewer instructions between the FFMAs.
 //
-// What changed since 08:
-//   * cp.async (sm_80+): tiles go from global memory straight into shared memory without passing
-//     through registers: no staged float4s to hold, no shared stores to issue.
-//   * STAGES shared-memory buffers form a pipeline: while the block computes on tile t, tiles
-//     t+1 .. t+STAGES-1 are already being copied. One barrier per tile.
-//   * cp.async cannot transpose, and a transposed A tile is what gives 128-bit reads of A along m
-//     (chapter 06). So A is copied one float at a time into its transposed place; consecutive
-//     lanes take consecutive k of a row, so the global reads stay coalesced. B is copied 16 bytes
-//     at a time. (Copying A row-major in 16-byte pieces and reading it along k was slower: it needs
-//     four k steps of A in registers at once; docs/final-kernel-search.md, searches 1-3.)
-//   * KUNROLL: the k loop over a tile is unrolled KUNROLL steps at a time, not always fully. A fully
-//     unrolled 16-step loop of 128 FFMAs a step is ~35 KB of code, and warps wait for instructions
-//     more often ("no instruction" stalls in Nsight Compute). On the H100 full unrolling was still
-//     the fastest; the code size is a cost to watch, not the one that decided.
-//   * GROUP: blocks are numbered so that GROUP consecutive tile rows are walked column by column;
-//     the blocks running together share A panels and B panels in L2.
-//   * MINB: blocks per SM promised to the compiler, which caps registers per thread.
-//   * SNAKE and INTERIOR, as in 08 (FFMA order for the operand reuse cache; edge checks only in
-//     edge blocks). Here the interior blocks' copies come from two pointers that advance one
-//     tile at a time: some hundred instructions of address and predicate arithmetic per tile
-//     fewer, in a loop whose speed is the rate at which instructions issue.
-//   * SPREAD: the copies of the next tile used to go out right after the barrier, before the math:
+// Past cuBLAS's speed the loop is limited by how fast instructions issue, not by memory. What
+// changed since 09, each to take instructions out of the FFMA stream or stalls out of the issue:
+//   * SNAKE: the FFMAs of a k step run row by row, odd rows backwards, so consecutive FFMAs
+//     share an operand register (the operand reuse cache, as in 08).
+//   * INTERIOR: blocks whose tiles lie wholly inside the matrices (and K a multiple of BK) copy
+//     without checks, from two pointers that advance one tile at a time: some hundred
+//     instructions of address and predicate arithmetic per tile fewer. Edge blocks keep 09's
+//     checked path.
+//   * SPREAD: in 09 the copies of the next tile go out right after the barrier, before the math:
 //     per thread some 60 instructions of address arithmetic and 12 copies with no FFMA among them,
 //     then the tile's first shared loads behind them, in every warp at once (all leave the barrier
 //     together). Interior blocks now issue them SPREAD at a time between the k steps, where ptxas
 //     mixes their arithmetic into the FFMAs, and step 0's shared loads follow the barrier at once.
 //     Past the last tile the copies repeat it into a stage nobody reads: a branch around them would
-//     cut the loop body in two and keep them out of the FFMA stream (measured: search 10 in
-//     docs/final-kernel-search.md).
-//   * SPLIT (wave quantization): tiles run in waves, one block per SM slot, and a last partial
-//     wave leaves SMs idle: at 6144 x 6144 the 1,152 tiles of 128 x 256 make 8.73 waves on 132 SMs.
-//     With SPLIT > 1 the launcher may hand out the last R tiles as SPLIT pieces each, every piece a
-//     block of its own computing 1/SPLIT of the tile's K range: a 1-D grid of the (tiles - R)
-//     whole tiles, then R x SPLIT pieces. The pieces of a tile add into C in turn, piece p waiting
-//     for a flag raised by piece p-1. That relies on blocks starting in grid order (p-1 has started
-//     when p waits). The CUDA programming model does not guarantee that order; on the H100 the wait
-//     worked in every test and timed run, and CUTLASS's serial split-K relies on the same behaviour.
-//     The flags belong to the module, so two launches of one compiled kernel must not run at once.
-//     Each block still runs one main loop, unchanged: a loop around it (stream-K's persistent
-//     blocks) was slower, because ptxas then computes the copy addresses per thread. Where the
-//     pieces are long they pay; where they are
-//     short, their own costs (filling the pipeline, reading and writing C) eat the gain, which is
-//     what the launcher's plan weighs (spec.split_tiles; searches 7 and 9 in the docs).
-//   * Every M, N, K and every leading dimension: edges are zero-filled by the copy itself (the
-//     source size of cp.async), and when B's rows are not 16-byte aligned its copies are made 4
-//     bytes at a time (decided per block: the main loop is compiled for both cases; with INTERIOR
-//     the edge blocks, and every block when K is not a multiple of BK, take the 4-byte path too:
-//     correct, and slower: see the docs' search 6).
-// Kept from before: outer products from registers (05), 128-bit shared loads (06), a warp tile of
-// WMITER x WNITER sub-tiles in which 4 x 8 lanes own 4 x 4 patches (08): the 8 lanes of a
-// quarter-warp share their A address (a broadcast) and read 8 consecutive 16-byte pieces of B.
+//     cut the loop body in two and keep them out of the FFMA stream.
 
 #ifndef BM
 #define BM 128
@@ -88,10 +52,6 @@
 #ifndef SPREAD
 #define SPREAD 4
 #endif
-#ifndef SPLIT
-#define SPLIT 1
-#endif
-#define SPLIT_FLAGS 4096          // most tiles one launch may split (gemmlab/registry.py agrees)
 #define THREADS ((BM / WM) * (BN / WN) * 32)
 #define WMITER (WM / 16)          // a sub-tile is 16 rows: 4 lane rows x 4
 #define WNITER (WN / 32)          // and 32 columns: 8 lane columns x 4
@@ -262,34 +222,6 @@ __device__ __forceinline__ void accumulate(float (&acc)[TROWS][TCOLS], float* As
     wait_pending<0>();                         // nothing may still be writing shared memory at exit
 }
 
-#if SPLIT > 1
-// Per split tile: how many of its pieces have added into C (reset to 0 by the last piece).
-__device__ unsigned split_flags[SPLIT_FLAGS];
-
-// This block's work: a whole tile, or piece `piece` of split tile `flag` (tile `bid`). The grid
-// is the (tiles - R) whole tiles, then piece 0 of the R split tiles, piece 1, ... so that the
-// pieces of a tile come in grid order, R blocks apart. It is worked out twice, before the main loop
-// and after it: read through volatile asm, none of it is kept in registers during the loop
-// (kept, it cost the FFMAs registers: at MINB=2, 563 of 1,024 had two reads in one bank, not 115).
-struct Work { int bid, piece, flag; bool split; };
-
-__device__ __forceinline__ Work work_of(int M, int N)
-{
-    unsigned block, blocks;
-    asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(block));
-    asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(blocks));
-    const int tiles = ((N + BN - 1) / BN) * ((M + BM - 1) / BM);
-    const int split_tiles = ((int)blocks - tiles) / (SPLIT - 1);      // the launcher's R
-    const int whole = tiles - split_tiles;
-    Work w;
-    w.split = (int)block >= whole;
-    w.piece = w.split ? ((int)block - whole) / split_tiles : 0;
-    w.flag = w.split ? ((int)block - whole) % split_tiles : 0;
-    w.bid = w.split ? whole + w.flag : (int)block;
-    return w;
-}
-#endif
-
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
       const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc)
@@ -298,24 +230,9 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
     float* As = smem;                          // [STAGES][BK][AM], A transposed
     float* Bs = smem + STAGES * A_STAGE;       // [STAGES][BK][BN]
 
-    // Which tile, and which part of its K range. Grouped block order: GROUP tile rows at a time,
-    // walked column by column.
-#if SPLIT > 1
-    const int tiles_n = (N + BN - 1) / BN, tiles_m = (M + BM - 1) / BM;
-    const Work work = work_of(M, N);
-    const int bid = work.bid;
-    const int tiles_k = (K + BK - 1) / BK;
-    const int t0 = work.piece * tiles_k / SPLIT, t1 = work.split ? (work.piece + 1) * tiles_k / SPLIT : tiles_k;
-    const float* a_run = A + t0 * BK;                      // this block's run of K
-    const float* b_run = B + (size_t)t0 * BK * ldb;
-    const int k_run = min(K, t1 * BK) - t0 * BK;
-#else
+    // Which tile. Grouped block order: GROUP tile rows at a time, walked column by column.
     const int tiles_n = gridDim.x, tiles_m = gridDim.y;
     const int bid = blockIdx.y * tiles_n + blockIdx.x;
-    const float* a_run = A;
-    const float* b_run = B;
-    const int k_run = K;
-#endif
     const int first_m = bid / (GROUP * tiles_n) * GROUP;
     const int group_rows = min(tiles_m - first_m, GROUP);
     const int in_group = bid % (GROUP * tiles_n);
@@ -338,25 +255,9 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
     const bool inside = b_aligned && row0 + BM <= M && col0 + BN <= N && K % BK == 0
                         && lda < (1 << 23) && ldb < (1 << 23);
     if (INTERIOR ? inside : b_aligned)
-        accumulate<true, INTERIOR>(acc, As, Bs, a_run, lda, b_run, ldb, M, N, k_run, row0, col0);
+        accumulate<true, INTERIOR>(acc, As, Bs, A, lda, B, ldb, M, N, K, row0, col0);
     else
-        accumulate<false, false>(acc, As, Bs, a_run, lda, b_run, ldb, M, N, k_run, row0, col0);
-
-#if SPLIT > 1
-    // A piece after the first adds to what the pieces before it left in C, once they have. (Thread
-    // 0's acquire and the barrier order every thread's reads of C after the earlier piece's writes.)
-    const Work done = work_of(M, N);
-    if (done.piece > 0) {
-        if (threadIdx.x == 0) {
-            unsigned seen;
-            do {
-                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(split_flags + done.flag) : "memory");
-            } while (seen != done.piece);
-        }
-        __syncthreads();
-        beta = 1.0f;
-    }
-#endif
+        accumulate<false, false>(acc, As, Bs, A, lda, B, ldb, M, N, K, row0, col0);
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int wr = warp / (BN / WN), wc = warp % (BN / WN);
@@ -385,15 +286,4 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
             }
         }
     }
-#if SPLIT > 1
-    // The next piece may go on; the last one leaves the flag at 0 for the next launch.
-    if (done.split) {
-        __threadfence();
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            const unsigned next = done.piece + 1 == SPLIT ? 0u : done.piece + 1u;
-            asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(split_flags + done.flag), "r"(next) : "memory");
-        }
-    }
-#endif
 }

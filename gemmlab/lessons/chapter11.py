@@ -1,0 +1,94 @@
+"""Chapter 11: the last partial wave and its split along K, and the final kernel's per-shape search
+and table against cuBLAS."""
+from __future__ import annotations
+
+from .. import campaigns, plots, records, registry, source
+from ..compile import compile_kernel
+from ..spec import Problem
+from .models import waves
+from .display import markdown, table
+
+
+def show_last_wave(name: str, M: int = 6144, N: int = 6144, K: int = 6144, slots: int | None = None,
+                   sm_count: int = 132, **params) -> None:
+    """Tiles run in waves of `slots` blocks at once (SMs x blocks per SM, from the compiled build's
+    occupancy unless given): the last partial wave, and how the launch splits its tiles along K
+    (spec.launch, spec.split_tiles) when the configuration allows SPLIT pieces."""
+    spec = registry.get(name)
+    full = spec.resolve(params)
+    problem = Problem(M, N, K)
+    if slots is None:
+        per_sm = compile_kernel(spec, full).occupancy.blocks_per_sm
+        slots, how = sm_count * per_sm, f"{sm_count} SMs x {per_sm} block(s) per SM (the build's occupancy)"
+    else:
+        how = "as given"
+    panels = []
+    unsplit = {**full, **({"SPLIT": 1} if "SPLIT" in full else {})}
+    if spec.split(full) > 1 and spec.is_legal(unsplit):
+        panels.append(("not split", waves(spec, spec.resolve(unsplit), problem, slots)))
+    panels.append((f"{spec.split(full)} pieces allowed" if spec.split(full) > 1 else "as launched",
+                   waves(spec, full, problem, slots)))
+    wave = panels[-1][1]
+    rows, cols = spec.tile(full)
+    lines = [f"{M} x {N} x {K} in {rows} x {cols} tiles: {wave.tiles} tiles, {wave.tiles_k} K tiles each; "
+             f"{slots} slots ({how}): {wave.tiles / slots:.2f} waves, the last one "
+             + (f"{wave.last_wave} tiles ({wave.last_wave / slots:.0%} of the slots busy)" if wave.last_wave
+                else "full")]
+    if spec.split(full) > 1:
+        lines.append(f"SPLIT={spec.split(full)}: the launch splits {wave.split} tiles into {wave.pieces} pieces "
+                     f"each: a grid of {wave.blocks} blocks ({wave.tiles - wave.split} whole tiles, then "
+                     f"{wave.split * wave.pieces} pieces)" if wave.split else
+                     f"SPLIT={spec.split(full)}: the launch splits nothing here (splitting would not save 1% of a tile)")
+    elif spec.split_flags:
+        lines.append("SPLIT=1: the launch never splits; pass SPLIT=4 (say) to see the last wave split along K")
+    else:
+        lines.append(f"{spec.name} cannot split tiles along K (no SPLIT): every tile is one block")
+    for title, w in panels:
+        lines.append(f"model, {title}: done after {w.makespan:.2f} tile-times")
+    print("\n".join(lines))
+    plots.wave_schedule(spec, panels, "a model of the launch (spec.launch), not a measurement")
+
+
+def _search(spec) -> tuple[list[dict], str]:
+    rec = source.record()
+    return [r for r in rec.section("final_search", "the per-shape search") if r["kernel"] == spec.name], rec.label
+
+
+def show_final_search(name: str) -> None:
+    """The recorded search behind the final table: every candidate configuration at every shape,
+    as a share of cuBLAS in the same run; the one each shape uses is bold in the table, circled
+    in the plot."""
+    spec = registry.get(name)
+    search, label = _search(spec)
+    shapes = [tuple(s) for s in spec.shape_search.shapes]
+    picks = {s: records.fastest_at(search, s) for s in shapes}
+    rows = []
+    for cfg in spec.shape_search.candidates:
+        full = spec.resolve(cfg)
+        cells = {records.shape_key(r): r for r in search if r["params"] == full}
+        rows.append([spec.changes_label(full) or "the defaults"]
+                    + [("**{:.3f}**" if picks[s] == full else "{:.3f}").format(cells[s]["ratio"])
+                       if s in cells else "-" for s in shapes])
+    markdown(table(["configuration (changes from the defaults)"] + [records.shape_label(s) for s in shapes], rows)
+             + f"\n\nShare of cuBLAS timed in the same run; bold: the fastest at each shape, which the table "
+             f"below re-measures. *{label}*")
+    plots.final_search(spec, search, shapes, picks, label)
+
+
+def show_final_table(name: str) -> None:
+    """The kernel against cuBLAS over its per-shape search's shapes, each at its own configuration:
+    live on a GPU (what `tune` found on this GPU for the shape's size class, else the record's
+    per-shape search), else the recorded run."""
+    spec = registry.get(name)
+    src = source.here()
+    rows = [r for r in src.campaign("final", "the final table",
+                                    lambda: campaigns.measure_final(spec, lambda shape: src.config_at(spec, shape)))
+            if r["kernel"] == spec.name]
+    body = [[records.shape_label(records.shape_key(r)), spec.changes_label(r["params"]) or "the defaults",
+             f"{r['gflops'] / 1e3:.2f}", f"{r['spread']:.1%}", f"{r['cublas_gflops'] / 1e3:.2f}",
+             f"{r['cublas_spread']:.1%}", f"{r['ratio']:.3f}", r["reps"], f"{r['rel_err']:.1e}"] for r in rows]
+    markdown(table(["M x N x K", "configuration (changes from the defaults)", f"{spec.title} TFLOP/s", "spread",
+                    "cuBLAS TFLOP/s", "spread", "kernel / cuBLAS", "timed runs each", "relative error"], body)
+             + f"\n\ndefaults: {spec.config_label(spec.defaults)}; medians of interleaved runs, L2 flushed "
+             f"before each; spread = interquartile range / median. *{src.label}*")
+    plots.versus(rows, src.label)
