@@ -145,7 +145,8 @@ def cmd_tune(args) -> int:
 
 def cmd_record(args) -> int:
     from . import recorder
-    path = recorder.record(args.kernel or None, ladder=args.ladder, final=args.final, profiles=args.profiles)
+    path = recorder.record(args.kernel or None, ladder=args.ladder, final=args.final, profiles=args.profiles,
+                           memory=args.memory)
     print(f"wrote {path}")
     return 0
 
@@ -194,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ladder", action="store_true", help="re-measure the ladder over sizes and shapes")
     p.add_argument("--final", action="store_true", help="re-measure the final kernel's per-shape search and table")
     p.add_argument("--profiles", action="store_true",
-                   help="re-profile every kernel with Nsight Compute, and re-measure the memory latencies")
+                   help="re-profile every kernel (or those named) with Nsight Compute")
+    p.add_argument("--memory", action="store_true", help="re-measure the memory latencies and bandwidths")
     p.set_defaults(fn=cmd_record)
     args = parser.parse_args(argv)
     if args.command in ON_GPU and not device.available():

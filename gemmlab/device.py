@@ -127,23 +127,3 @@ def measure_copy_bandwidth(nbytes: int = 1 << 30, reps: int = 10) -> float:
     times.sort()
     return 2 * nbytes / times[len(times) // 2] / 1e9
 
-
-def measure_l2_bandwidth(repeats: int = 100, reps: int = 5) -> float:
-    """GB/s (bytes read plus written) of device-to-device copies of a buffer pair that fits in L2 a
-    quarter over, repeated back to back so that every copy after the first hits in L2 (median)."""
-    cp = cupy()
-    nbytes = facts().l2_bytes // 8        # source and copy together: a quarter of L2
-    src = cp.ones(nbytes // 4, dtype=cp.float32)
-    dst = cp.empty_like(src)
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    times = []
-    for i in range(reps + 1):
-        start.record()
-        for _ in range(repeats):
-            dst[...] = src
-        stop.record()
-        stop.synchronize()
-        if i:                              # the first round warms L2
-            times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
-    times.sort()
-    return 2 * nbytes * repeats / times[len(times) // 2] / 1e9

@@ -10,14 +10,17 @@ as in `registry.get`). SHAPE is `4096` (4096 x 4096 x 4096) or `MxNxK`. NAME=VAL
     result KERNEL SHAPE FIELD NAME=VALUE...  one configuration (overrides on the defaults):
                                                                          result 06 4096 gflops VECTORIZE=0
     step KERNEL I FIELD                      the chapter's step I (from 0), measured at course.STEP_SIZE
-    ladder KERNEL SHAPE FIELD                chapter 09's ladder:        ladder 03 8192 gflops
-    search KERNEL SHAPE FIELD NAME=VALUE...  the fastest candidate of chapter 10's search at SHAPE
-                                             among those with these values: search 10 6144 ratio SPLIT=4
-    final SHAPE FIELD                        chapter 10's table:         final 4096x4096x1024 ratio
-    stall KERNEL [I] FIELD                   Nsight Compute's profile of the best configuration (of step I);
-                                             KERNEL `cublas` is cuBLAS. FIELD: a stall reason,
-                                             issued_per_scheduler, instructions, ..., or ffma_share
-                                             (FFMAs among the issued instructions): stall cublas wait
+    ladder KERNEL SHAPE FIELD                the ladder chapter's:       ladder 03 8192 gflops
+    search KERNEL SHAPE FIELD NAME=VALUE...  the fastest candidate of the final kernel's search at SHAPE
+                                             among those with these values: search 11 6144 ratio SPLIT=4
+    final SHAPE FIELD                        the final kernel's table:   final 4096x4096x1024 ratio
+    stall KERNEL [I|defaults|best] FIELD     Nsight Compute's profile of the best configuration at the
+                                             step size (or of step I, or of the defaults); KERNEL
+                                             `cublas` is cuBLAS. FIELD: a stall reason,
+                                             issued_per_scheduler, warps_per_scheduler, l2_bytes, ...,
+                                             ffma_share (FFMAs among the issued instructions),
+                                             dram_bytes (read + written), gflops (of that launch),
+                                             ffma_per_sm_cycle, shared_per_sm_cycle: stall cublas wait
     counter KERNEL FIELD NAME=VALUE...       a memory counter of a counter configuration (the first
                                              if none given), by metric or by its words in
                                              records.COUNTERS with underscores: global_load_requests
@@ -28,7 +31,7 @@ ratio (of cuBLAS in the same run), cublas_gflops, spread, rel_err, ...
 In prose (notebook Markdown, README.md) a figure is marked right after the number it checks:
 `**102.5%**<!-- figure: final 4096 ratio % -->`. The unit at the end says how the number is
 written: `%` (the figure x 100), `+%` (how many percent the figure is above 1: a ratio of cuBLAS
-or of two figures written as "6% ahead"), `T` (GFLOP/s written as TFLOP/s), `x` or nothing (as it is).
+or of two figures written as "6% ahead"), `T` (GFLOP/s written as TFLOP/s), `G` (bytes written as GB), `x` or nothing (as it is).
 tests/test_figures.py checks every marked number against the record, within its rounding.
 `python -m gemmlab.figures QUERY` prints a figure; `python -m gemmlab.figures --readme` rewrites
 README.md's generated tables from the record.
@@ -42,7 +45,8 @@ from pathlib import Path
 from . import course, records, registry
 from .spec import Params
 
-UNITS = {"%": lambda v: v * 100, "+%": lambda v: (v - 1) * 100, "T": lambda v: v / 1e3, "x": lambda v: v}
+UNITS = {"%": lambda v: v * 100, "+%": lambda v: (v - 1) * 100, "T": lambda v: v / 1e3, "G": lambda v: v / 1e9,
+         "x": lambda v: v}
 # A marker, and the number written just before it: digits (commas allowed), then at most a few
 # characters of no digits on the same line (`**`, `%`, ` TFLOP/s`, `x`, `³`).
 MARKER = re.compile(r"<!--\s*figure:\s*(.*?)\s*-->")
@@ -85,11 +89,20 @@ def _one(rows: list[dict], what: str) -> dict:
     return rows[0]
 
 
-def _stall_row(profile: dict) -> dict:
-    """A profile flattened: its numbers and stall reasons, and the FFMAs' share of the issued instructions."""
+def _stall_row(profile: dict, sm_count: int) -> dict:
+    """A profile flattened: its numbers and stall reasons, the FFMAs' share of the issued
+    instructions, and warp FFMAs and shared wavefronts per SM cycle."""
     row = {k: v for k, v in profile.items() if k != "stalls"} | profile["stalls"]
     if profile.get("instructions") and "ffma_thread_instructions" in profile:
         row["ffma_share"] = profile["ffma_thread_instructions"] / 32 / profile["instructions"]
+    if "dram_bytes_read" in profile:
+        row["dram_bytes"] = profile["dram_bytes_read"] + profile["dram_bytes_written"]
+    if "duration_ns" in profile:
+        row["gflops"] = 2 * profile["size"] ** 3 / profile["duration_ns"]
+    if "sm_cycles_elapsed" in profile:
+        sm_cycles = sm_count * profile["sm_cycles_elapsed"]
+        row["ffma_per_sm_cycle"] = profile["ffma_thread_instructions"] / 32 / sm_cycles
+        row["shared_per_sm_cycle"] = profile["shared_wavefronts"] / sm_cycles
     return row
 
 
@@ -135,7 +148,7 @@ def _lookup(words: list[str], rec: records.Record) -> float:
     if verb == "final":
         need(2, "SHAPE FIELD")
         shape = _shape(args[0])
-        rows = [r for r in rec.section("final", "chapter 10's table") if records.shape_key(r) == shape]
+        rows = [r for r in rec.section("final", "the final kernel's table") if records.shape_key(r) == shape]
         return _field(_one(rows, f"final-table row at {records.shape_label(shape)}"), args[1], "a final-table row")
     if verb not in ("best", "result", "step", "ladder", "search", "stall", "counter"):
         raise FigureError(f"unknown verb '{verb}'; known: device, cublas, best, result, step, ladder, search, "
@@ -148,12 +161,16 @@ def _lookup(words: list[str], rec: records.Record) -> float:
         except registry.UnknownKernel:
             name = args[0]                     # cuBLAS is profiled too
         profiles = [p for p in rec.stalls() if p["kernel"] == name]
-        if len(args) == 3:
-            step = _step(registry.get(name), args[1])
-            profiles = [p for p in profiles if p["params"] == step]
-        elif len(args) != 2:
-            raise FigureError("'stall' takes KERNEL [STEP] FIELD")
-        row = _stall_row(_one(profiles, f"stall profile of {' '.join(args[:-1])}"))
+        if name != "cublas":
+            spec = registry.get(name)
+            which = args[1] if len(args) == 3 else "best"
+            wanted = (spec.defaults if which == "defaults" else
+                      records.best_config(rec.data["results"], name, course.STEP_SIZE, spec.defaults)
+                      if which == "best" else _step(spec, which))
+            profiles = [p for p in profiles if p["params"] == wanted]
+        if len(args) not in (2, 3):
+            raise FigureError("'stall' takes KERNEL [STEP|defaults|best] FIELD")
+        row = _stall_row(_one(profiles, f"stall profile of {' '.join(args[:-1])}"), rec.device["sm_count"])
         return _field(row, args[-1], f"the stall profile of {' '.join(args[:-1])}")
 
     spec = registry.get(args[0]) if args else None
@@ -176,7 +193,7 @@ def _lookup(words: list[str], rec: records.Record) -> float:
         return _field(rec.best(spec.name, shape), field, f"the best of {where}")
     if verb == "result":
         return _field(rec.result(spec.name, _overrides(args[3:]), shape), field, where)
-    section, what = {"ladder": ("ladder", "the ladder"), "search": ("final_search", "chapter 10's search")}[verb]
+    section, what = {"ladder": ("ladder", "the ladder"), "search": ("final_search", "the final kernel's search")}[verb]
     rows = [r for r in rec.section(section, what) if r["kernel"] == spec.name and records.shape_key(r) == shape]
     if verb == "search":
         wanted = _overrides(args[3:])
@@ -240,7 +257,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def ladder_table(record: records.Record | None = None) -> str:
-    """Each kernel at its best configuration at course.LADDER_PICK_SIZE, from chapter 09's ladder."""
+    """Each kernel at its best configuration at course.LADDER_PICK_SIZE, from the ladder chapter's ladder."""
     rec = record if record is not None else records.latest()
     shape = (course.LADDER_PICK_SIZE,) * 3
     rows = []
@@ -254,10 +271,10 @@ def ladder_table(record: records.Record | None = None) -> str:
 
 
 def final_table(record: records.Record | None = None) -> str:
-    """Chapter 10's table: the final kernel at each shape, at the configuration its search picked there."""
+    """The final chapter's table: the final kernel at each shape, at the configuration its search picked there."""
     rec = record if record is not None else records.latest()
     rows = []
-    for r in rec.section("final", "chapter 10's table"):
+    for r in rec.section("final", "the final kernel's table"):
         spec = registry.get(r["kernel"])
         rows.append([records.shape_label(records.shape_key(r)), spec.changes_label(r["params"]) or "(defaults)",
                      f"{r['gflops'] / 1e3:.1f}", f"{r['cublas_gflops'] / 1e3:.1f}", f"{r['ratio']:.1%}"])

@@ -457,7 +457,7 @@ def stalls(rows, reasons, label: str):
 def stall_stack(captions, profiles, reasons, label: str):
     """One horizontal bar per profile: its stall cycles per issued instruction, stacked by reason,
     with the issue rate written beside it."""
-    fig, ax = plt.subplots(figsize=(9, 0.55 * len(captions) + 1.6))
+    fig, ax = plt.subplots(figsize=(10, max(2.6, 0.55 * len(captions) + 1.4)))
     ys = np.arange(len(captions))[::-1]
     left = np.zeros(len(captions))
     colours = plt.get_cmap("tab10")
@@ -468,9 +468,9 @@ def stall_stack(captions, profiles, reasons, label: str):
     for y, total, p in zip(ys, left, profiles):
         ax.text(total, y, f"  {p['issued_per_scheduler']:.2f} issued/cycle", va="center", fontsize=8)
     ax.set_yticks(ys, captions, fontsize=8)
-    ax.set_xlim(0, left.max() * 1.35)
+    ax.set_xlim(0, left.max() * 1.3)
     ax.set_xlabel("stall cycles per issued instruction (eligible-but-not-selected left out)")
-    ax.legend(fontsize=7, ncol=3, loc="lower right")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.grid(alpha=0.2, axis="x")
     _finish(fig, label)
 
@@ -489,12 +489,12 @@ def hierarchical_roofline(points, roofs: dict, peak_gflops: float, label: str):
     colours = plt.get_cmap("tab10")
     for i, (name, levels, gflops) in enumerate(points):
         order = sorted(levels.items(), key=lambda kv: kv[1])
-        ax.loglog([x for _, x in order], [gflops / 1e3] * len(order), "-", color=colours(i), lw=0.8, alpha=0.6)
+        ax.loglog([x for _, x in order], [gflops / 1e3] * len(order), "-", color=colours(i), lw=1, alpha=0.7,
+                  label=name)
         for level, x in order:
             ax.loglog([x], [gflops / 1e3], markers[level], color=colours(i), ms=7)
-        ax.annotate(name, (order[-1][1], gflops / 1e3), xytext=(6, 0), textcoords="offset points", fontsize=7,
-                    color=colours(i), va="center")
-    ax.set_ylim(top=peak_gflops / 1e3 * 2.2)
+    lowest = min(g for _, _, g in points) / 1e3
+    ax.set_ylim(min(lowest / 20, 1.0), peak_gflops / 1e3 * 2.2)
     ax.annotate(f"FP32 peak {peak_gflops / 1e3:.1f} TFLOP/s", (xs[0], peak_gflops / 1e3), xytext=(4, 3),
                 textcoords="offset points", fontsize=8, ha="left", va="bottom")
     for level, m in markers.items():

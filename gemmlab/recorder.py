@@ -4,7 +4,7 @@ saves one JSON file per device under gemmlab/data/ (records.py reads them).
 `python -m gemmlab record` measures every kernel over every configuration its sliders offer and
 every explorer size, each chapter's steps, chapter 00's measurements, the ladder, the final
 kernel's per-shape search and table, every kernel's Nsight Compute counters and profiles (at its
-defaults, its best configuration and its steps), and the memory latencies (latency.py).
+defaults, its best configuration and its steps), and the memory latencies and L2 bandwidth (probes.py).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from . import bench, campaigns, course, device, identity, latency, records, registry, toolchain
+from . import bench, campaigns, course, device, identity, probes, records, registry, toolchain
 from .spec import KernelSpec
 
 # Nsight Compute's names for what records.STALL_REASONS lists, per issued instruction.
@@ -106,15 +106,16 @@ def profile_stalls(runs: list[tuple[str, dict]], size: int = course.STEP_SIZE) -
     return out
 
 
-def _profile_runs(results: list[dict]) -> list[tuple[str, dict]]:
-    """Every kernel at its defaults, its best configuration at the step size and each of its
-    steps (each chapter's profile set against the previous chapter's); cuBLAS last."""
+def _profile_runs(results: list[dict], specs: list[KernelSpec] | None = None) -> list[tuple[str, dict]]:
+    """Every kernel (or those given) at its defaults, its best configuration at the step size and
+    each of its steps (each chapter's profile set against the previous chapter's); then cuBLAS,
+    where every kernel is profiled."""
     runs = []
-    for spec in registry.KERNELS.values():
+    for spec in specs or registry.KERNELS.values():
         best = records.best_config(results, spec.name, course.STEP_SIZE, spec.defaults)
         runs += [(spec.name, full) for full in [spec.defaults, best, *spec.step_configs()]
                  if (spec.name, full) not in runs]
-    return runs + [("cublas", {})]
+    return runs + ([("cublas", {})] if specs is None else [])
 
 
 def _precompile(jobs: list[tuple[KernelSpec, dict]], progress: bool) -> None:
@@ -139,19 +140,21 @@ def _save(path: Path, data: dict) -> None:
 
 
 def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_dir: Path = records.DATA_DIR,
-           progress: bool = True, ladder: bool = False, final: bool = False, profiles: bool = False) -> Path:
+           progress: bool = True, ladder: bool = False, final: bool = False, profiles: bool = False,
+           memory: bool = False) -> Path:
     """Measure and write a record for this GPU. Every result was validated first (bench.bench
     raises on a wrong answer, and a failing configuration aborts the record).
     With nothing asked for: everything. With kernels: only their results (and counters) are
     replaced in this GPU's existing record; `ladder` re-measures the ladder (from the results now
     in the record), `final` the per-shape search and table, `profiles` every kernel's Nsight
-    Compute counters and profiles and the memory latencies. What the record holds of kernels that
+    Compute counters and profiles and the memory probes (with kernels: only theirs, and no
+    probes), `memory` the memory probes alone. What the record holds of kernels that
     no longer exist is dropped."""
     facts = device.facts()
     if facts is None:
         raise RuntimeError(device.why_unavailable())
     path = out_dir / f"{records.slug(facts.name)}.json"
-    everything = not kernels and not ladder and not final and not profiles
+    everything = not (kernels or ladder or final or profiles or memory)
     # read what is there before measuring: a damaged file stops us now, not after an hour
     data = json.loads(path.read_text()) if not everything and path.exists() else {"results": [], "sources": {}, "ncu": {}}
     data["results"] = [r for r in data["results"] if r["kernel"] in registry.KERNELS]
@@ -169,7 +172,7 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
     data["sources"].update({spec.name: identity.code_hash(spec.path) for spec in specs})
     data.update({
         "device": {**facts.as_dict(), "measured_copy_gbs": round(device.measure_copy_bandwidth(), 1),
-                   "measured_l2_copy_gbs": round(device.measure_l2_bandwidth(), 1)},
+                   "measured_l2_read_gbs": round(probes.measure_l2_bandwidth(), 1)},
         "date": _dt.date.today().isoformat(),
         "versions": {**versions(), "driver_cuda": facts.driver_cuda},
     })
@@ -184,11 +187,15 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
             search = campaigns.measure_shape_search(spec, progress)
             data["final_search"] += search
             data["final"] += campaigns.measure_final(spec, lambda shape: records.fastest_at(search, shape), progress)
-    if not (everything or profiles):
+    if specs and not everything:               # these kernels' counters, and their profiles if asked
         data["ncu"].update(profile_counters(specs))
-    if everything or profiles:
+        if profiles:
+            data["stalls"] = ([p for p in data.get("stalls", []) if p["kernel"] not in names]
+                              + profile_stalls(_profile_runs(data["results"], specs)))
+    elif everything or profiles:
         data["ncu"] = profile_counters(list(registry.KERNELS.values()))
         data["stalls"] = profile_stalls(_profile_runs(data["results"]))
-        data["latency"] = latency.measure()
+    if everything or memory or (profiles and not specs):
+        data["latency"] = probes.measure()
     _save(path, data)
     return path

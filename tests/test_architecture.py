@@ -22,7 +22,7 @@ LAYERS = [
     ["source"],
     ["figures"],
     ["tune"],
-    ["bench", "latency"],
+    ["bench", "probes"],
     ["records"],
     ["compile"],
     ["registry", "notebooks"],

@@ -70,30 +70,42 @@ def show_profile(name: str) -> None:
         return _missing(rec, f"profiles of {name}")
     body = []
     for caption, p in rows:
+        rates = pipe_rates(p, rec.device["sm_count"])
         dram = p.get("dram_bytes_read", 0) + p.get("dram_bytes_written", 0)
         level = lambda key, scale, fmt: fmt.format(p[key] / scale) if key in p else "-"
         body.append([caption,
                      f"{_flops(p) / p['duration_ns'] / 1e3:.1f}" if "duration_ns" in p else "-",
                      f"{p['issued_per_scheduler']:.2f}", level("warps_per_scheduler", 1, "{:.1f}"),
                      f"{p['ffma_thread_instructions'] / 32 / p['instructions']:.2f}" if p.get("instructions") else "-",
-                     level("shared_wavefronts", 1e9, "{:.2f}"), level("l2_bytes", 1e9, "{:.1f}"),
-                     f"{dram / 1e9:.2f}" if "dram_bytes_read" in p else "-"])
+                     *(f"{rates[k]:.2f}" if k in rates else "-" for k in ("ffma", "shared")),
+                     level("l2_bytes", 1e9, "{:.1f}"), f"{dram / 1e9:.2f}" if "dram_bytes_read" in p else "-"])
     size = rows[0][1]["size"]
     markdown(table(["kernel", "TFLOP/s under ncu", "issued per cycle per scheduler", "warps per scheduler",
-                    "FFMA share of instructions", "shared wavefronts (billions)", "L2 GB", "DRAM GB"], body)
-             + f"\n\nat {size}^3, one launch each under `ncu --clock-control none` (caches flushed before it); "
-             f"the chart: cycles a warp spent stalled per instruction it issued, by reason. *{rec.label}*")
+                    "FFMA share of instructions", "FFMAs per SM cycle (of 4)", "shared wavefronts per SM cycle (of 1)",
+                    "L2 GB", "DRAM GB"], body)
+             + f"\n\nat {size}^3, one launch each under `ncu --clock-control none` (caches flushed before it). "
+             f"An SM can issue 4 warp FFMAs a cycle (128 lanes) and pass 1 shared-memory wavefront (32 banks x 4 "
+             f"bytes); the chart: cycles a warp spent stalled per instruction it issued, by reason. *{rec.label}*")
     plots.stall_stack([caption for caption, _ in rows], [p for _, p in rows],
                       [r for r in records.STALL_REASONS if r != "not_selected"], rec.label)
 
 
+def pipe_rates(p: dict, sm_count: int) -> dict[str, float]:
+    """Warp FFMAs and shared-memory wavefronts per SM per cycle of the launch (peaks: 4 and 1)."""
+    if "sm_cycles_elapsed" not in p:
+        return {}
+    sm_cycles = sm_count * p["sm_cycles_elapsed"]
+    return {"ffma": p["ffma_thread_instructions"] / 32 / sm_cycles, "shared": p["shared_wavefronts"] / sm_cycles}
+
+
 def ceilings(rec) -> dict[str, float]:
-    """GB/s of each level the hierarchical roofline draws: DRAM and L2 from the record's copies,
-    shared memory from one 128-byte wavefront per SM per cycle at the attribute clock."""
+    """GB/s of each level the hierarchical roofline draws: DRAM from the record's copy, L2 from its
+    read probe (probes.py), shared memory from one 128-byte wavefront per SM per cycle at the
+    attribute clock."""
     d = rec.device
     out = {"DRAM": d["measured_copy_gbs"]}
-    if "measured_l2_copy_gbs" in d:
-        out["L2"] = d["measured_l2_copy_gbs"]
+    if "measured_l2_read_gbs" in d:
+        out["L2"] = d["measured_l2_read_gbs"]
     out["shared"] = d["sm_count"] * WAVEFRONT_BYTES * d["clock_mhz"] * 1e6 / 1e9
     return out
 
@@ -125,12 +137,13 @@ def show_hierarchical_roofline(name: str) -> None:
     for caption, levels, gflops in points:
         bound = {level: min(peak, roofs[level] * x) for level, x in levels.items() if level in roofs}
         lowest = min(bound, key=bound.get)
+        binds = "none: the FP32 peak" if bound[lowest] >= peak else f"{lowest} ({bound[lowest] / 1e3:.1f} TFLOP/s)"
         body.append([caption, *(f"{levels[lv]:.1f}" if lv in levels else "-" for lv in roofs),
-                     f"{gflops / 1e3:.1f}", f"{lowest} ({bound[lowest] / 1e3:.1f})"])
+                     f"{gflops / 1e3:.1f}", binds])
     markdown(table(["kernel", *(f"FLOP per {lv} byte" for lv in roofs), "TFLOP/s under ncu",
-                    "lowest roof (TFLOP/s)"], body)
+                    "lowest memory roof above it"], body)
              + "\n\nroofs: " + ", ".join(f"{lv} {gbs / 1e3:.1f} TB/s" for lv, gbs in roofs.items())
-             + f" ({'DRAM and L2 measured by copies' if 'L2' in roofs else 'DRAM measured by a copy'}, shared memory "
+             + f" ({'DRAM measured by a copy, L2 by a read probe' if 'L2' in roofs else 'DRAM measured by a copy'}, shared memory "
              f"128 B per SM per cycle); FP32 peak {peak / 1e3:.1f} TFLOP/s. *{rec.label}*")
     plots.hierarchical_roofline(points, roofs, peak, rec.label)
 

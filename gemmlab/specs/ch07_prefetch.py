@@ -23,4 +23,9 @@ SPEC = KernelSpec(
     thread_tile=outer_thread_tile,
     static_smem=tile_smem(lambda p: 2 if p["PREFETCH"] else 1),
     pointer_alignment=lambda p: 16,
+    # prefetching off and on, in the two configurations the chapter measures
+    steps=(("64 x 128 tiles, 8 x 4 patches, no prefetch", {"BM": 64, "BK": 16, "TN": 4, "PREFETCH": 0}),
+           ("... prefetching", {"BM": 64, "BK": 16, "TN": 4, "PREFETCH": 1}),
+           ("128 x 128 tiles, 8 x 8 patches (the defaults), no prefetch", {"PREFETCH": 0}),
+           ("... prefetching", {"PREFETCH": 1})),
 )

@@ -1,5 +1,6 @@
 """This GPU's load latencies (shared memory, L2, DRAM) in SM cycles, from the pointer chases in
-kernels/probes/latency.cu: the numbers Little's law multiplies by bandwidth."""
+kernels/probes/memory.cu, and its L2 read bandwidth: what Little's law and the hierarchical
+roofline take from the hardware."""
 from __future__ import annotations
 
 import functools
@@ -11,8 +12,8 @@ from . import compile as compiler
 from . import device
 from .spec import KERNEL_DIR
 
-SOURCE = KERNEL_DIR / "probes" / "latency.cu"
-KERNELS = ("chase_global", "chase_shared")
+SOURCE = KERNEL_DIR / "probes" / "memory.cu"
+KERNELS = ("chase_global", "chase_shared", "read_l2")
 STRIDE = 128              # bytes between entries: one cache line per step
 WINDOW = 16 << 20         # the chain finishes one 16 MiB window before the next: see _order
 SHARED_WORDS = 1024       # 4 KiB of shared memory (the kernel holds up to 4096 words)
@@ -22,17 +23,17 @@ MIB = 1 << 20
 @functools.lru_cache(maxsize=None)
 def compile_probe(arch: str = compiler.DEFAULT_ARCH) -> bytes:
     """The probe's cubin for `arch`, from the same NVRTC as the kernels; needs no GPU."""
-    ok, image, log = compiler.nvrtc_compile(SOURCE.read_bytes(), "kernels/probes/latency.cu",
+    ok, image, log = compiler.nvrtc_compile(SOURCE.read_bytes(), "kernels/probes/memory.cu",
                                             [f"-arch={arch}", "-std=c++17"])
     if not ok:
-        raise RuntimeError(f"the latency probe failed to compile for {arch}:\n{log}")
+        raise RuntimeError(f"the memory probes failed to compile for {arch}:\n{log}")
     return image
 
 
 def _module(cp, arch: str):
     # CuPy loads cubins from a file; the cache directory keeps one per source and compiler.
     image = compile_probe(arch)
-    path = compiler.cache_dir() / f"latency-{arch}-{hashlib.sha256(image).hexdigest()[:16]}.cubin"
+    path = compiler.cache_dir() / f"probes-{arch}-{hashlib.sha256(image).hexdigest()[:16]}.cubin"
     if not path.exists():
         path.write_bytes(image)
     return cp.RawModule(path=str(path))
@@ -100,3 +101,26 @@ def measure(steps: int = 4096, repeats: int = 5, seed: int = 0) -> dict:
 
     return {"shared_cycles": shared, "l2_cycles": l2, "dram_cycles": dram, "clock_mhz": facts.clock_mhz,
             "steps": steps, "footprints": {"shared": SHARED_WORDS * 4, "l2": l2_bytes, "dram": dram_bytes}}
+
+
+def measure_l2_bandwidth(passes: int = 50, reps: int = 5) -> float:
+    """GB/s that a full grid reads from a buffer a quarter of L2's size, `passes` times over (after
+    the first pass every load hits L2); the median of `reps` timed launches after a warm-up."""
+    cp = device.cupy()
+    facts = device.facts()
+    buf = cp.ones(facts.l2_bytes // 4 // 4, dtype=cp.float32)     # a quarter of L2, in floats
+    out = cp.zeros(1, dtype=cp.float32)
+    kernel = _module(cp, facts.arch).get_function("read_l2")
+    args = (buf, np.int64(buf.size // 4), np.int32(passes), out)
+    grid, block = (facts.sm_count * 8,), (256,)
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    times = []
+    for i in range(reps + 1):
+        start.record()
+        kernel(grid, block, args)
+        stop.record()
+        stop.synchronize()
+        if i:                                  # the first launch is the warm-up
+            times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
+    times.sort()
+    return buf.nbytes * passes / times[len(times) // 2] / 1e9

@@ -1,4 +1,5 @@
-// Probe -- memory latency by pointer chasing (not a GEMM kernel: gemmlab/latency.py runs it).
+// Probes -- memory latency by pointer chasing, and the L2's read bandwidth (not GEMM kernels:
+// gemmlab/probes.py runs them).
 //
 // One thread follows a chain: the address of each load is the value the previous load returned,
 // so a load cannot start before the one before it has finished and no two are ever in flight.
@@ -53,4 +54,19 @@ extern "C" __global__ void chase_shared(const unsigned* __restrict__ next, int c
     const long long t1 = clock64();
     *cycles = t1 - t0;
     *last = (a - base) / 4u;
+}
+
+// L2 read bandwidth: every thread of a full grid streams 16-byte loads (ld.global.cg, past L1)
+// over a buffer that fits in L2, `passes` times; after the first pass every load hits L2. The
+// sum is stored only if it equals a value it cannot reach, so no load can be dropped.
+extern "C" __global__ void read_l2(const float4* __restrict__ buf, long long n4, int passes, float* out)
+{
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (int p = 0; p < passes; ++p)
+        for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += stride) {
+            const float4 v = __ldcg(buf + i);
+            acc.x += v.x; acc.y += v.y; acc.z += v.z; acc.w += v.w;
+        }
+    if (acc.x + acc.y + acc.z + acc.w == -1.0f) out[0] = acc.x;
 }
