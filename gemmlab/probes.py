@@ -59,7 +59,7 @@ def measure(steps: int = 4096, repeats: int = 5, seed: int = 0) -> dict:
     if warmup + steps > dram_slots // -(-dram_slots // (WINDOW // STRIDE)):
         raise ValueError(f"steps={steps} would leave the DRAM chain's first window (and time the TLB too)")
     module = _module(cp, facts.arch)
-    chase_global, chase_shared = (module.get_function(k) for k in KERNELS)
+    chase_global, chase_shared = (module.get_function(k) for k in ("chase_global", "chase_shared"))
     rng = np.random.default_rng(seed)
     cycles, last, i32 = cp.zeros(1, cp.int64), cp.zeros(1, cp.uint64), np.int32
 
