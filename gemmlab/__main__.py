@@ -1,4 +1,4 @@
-"""gemmlab's command line: info, compile, sass, bench, run, sweep, tune, record."""
+"""gemmlab's command line: info, compile, sass, bench, run, sweep, tune, check, record."""
 from __future__ import annotations
 
 import argparse
@@ -143,6 +143,21 @@ def cmd_tune(args) -> int:
     return 0
 
 
+def cmd_check(args) -> int:
+    from . import exercises
+    try:
+        if args.start:
+            print(f"your copy of the starter: {exercises.start(args.kernel)}")
+            return 0
+        which = "starter" if args.starter else "solution" if args.solution else "learner"
+        verdict = exercises.check(args.kernel, args.file, which)
+    except (exercises.NoExercise, registry.UnknownKernel) as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    print(verdict)
+    return 0 if verdict.passed else 1
+
+
 def cmd_record(args) -> int:
     from . import recorder
     path = recorder.record(args.kernel or None, ladder=args.ladder, final=args.final, profiles=args.profiles,
@@ -190,6 +205,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="search only these values of a tunable (repeatable)")
     p.add_argument("--top", type=int, default=15, help="how many of the best to list")
     p.set_defaults(fn=cmd_tune)
+    p = sub.add_parser("check", help="check a chapter's exercise: static checks anywhere, correctness and speed on a GPU")
+    p.add_argument("kernel", help="chapter number or kernel name")
+    p.add_argument("--file", help="the file to check (default: your copy in the workspace)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--starter", action="store_true", help="check the untouched starter (it must fail)")
+    which.add_argument("--solution", action="store_true", help="check the chapter's own kernel (it must pass)")
+    which.add_argument("--start", action="store_true", help="make your copy of the starter, print its path")
+    p.set_defaults(fn=cmd_check)
     p = sub.add_parser("record", help="measure every kernel over the explorer configurations (GPU)")
     p.add_argument("kernel", nargs="*", help="only these kernels (default: everything)")
     p.add_argument("--ladder", action="store_true", help="re-measure the ladder over sizes and shapes")

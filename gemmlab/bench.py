@@ -124,11 +124,13 @@ class Kernel:
     """A compiled kernel loaded into CuPy, callable on Operands."""
 
     def __init__(self, kernel: str | KernelSpec, params: Params | None = None, arch: str | None = None,
-                 fresh: bool = False):
-        """fresh=True compiles and loads anew, bypassing both caches (to show what that costs)."""
+                 fresh: bool = False, source=None):
+        """fresh=True compiles and loads anew, bypassing both caches (to show what that costs);
+        `source`: a learner's file compiled under this kernel's spec (compile.compile_kernel)."""
         cp = device.cupy()
         self.spec = kernel if isinstance(kernel, KernelSpec) else registry.get(kernel)
-        self.build = compiler.compile_kernel(self.spec, params, arch or device.facts().arch, use_cache=not fresh)
+        self.build = compiler.compile_kernel(self.spec, params, arch or device.facts().arch, use_cache=not fresh,
+                                             source=source)
         self.params = self.build.params
         key = str(self.build.cubin_path)
         if key not in _modules or fresh:

@@ -196,17 +196,19 @@ def nvrtc_compile(source: bytes, name: str, options: list[str]) -> tuple[bool, b
 
 
 def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch: str = DEFAULT_ARCH,
-                   use_cache: bool = True) -> Build:
+                   use_cache: bool = True, source: Path | None = None) -> Build:
     """Check the rules, then compile (or fetch from the cache). Raises IllegalConfig before
-    compiling, CompileError with file and line when NVRTC refuses the source."""
+    compiling, CompileError with file and line when NVRTC refuses the source. `source`: another
+    file to compile under this kernel's spec (a learner's version of it); errors name that file."""
     spec = kernel if isinstance(kernel, KernelSpec) else registry.get(kernel)
     full = spec.resolve(params)
-    source = spec.path.read_bytes()
+    text = (source or spec.path).read_bytes()
+    where = str(source) if source else f"kernels/{spec.path.name}"
     options = _options(full, arch)
     compiler = toolchain.nvrtc_build()
     # The key: what decides the cubin (kernels include no headers), so two checkouts of the same
     # sources share cache entries.
-    key = hashlib.sha256(json.dumps([source.hex(), options, compiler]).encode()).hexdigest()[:24]
+    key = hashlib.sha256(json.dumps([text.hex(), options, compiler]).encode()).hexdigest()[:24]
     entry = cache_dir() / f"{spec.name}-{arch}-{key}"
     cubin_path, log_path, res_path = (entry.with_suffix(s) for s in (".cubin", ".log", ".json"))
     cached = use_cache and all(p.exists() for p in (cubin_path, log_path, res_path))
@@ -214,7 +216,7 @@ def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch:
         log = log_path.read_text()
         resources = Resources(**json.loads(res_path.read_text()))
     else:
-        ok, image, log = nvrtc_compile(source, f"kernels/{spec.path.name}", options)
+        ok, image, log = nvrtc_compile(text, where, options)
         if not ok:
             raise CompileError(spec.name, full, arch, log)
         tmp = cubin_path.with_suffix(f".tmp{os.getpid()}")

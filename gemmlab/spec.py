@@ -109,6 +109,30 @@ class ShapeSearch:
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """What the learner's build must show, as the chapter's kernel does, where the SASS or the
+    resource report shows it: `opcode` (at least as many instructions of that opcode prefix in the
+    hot loop as the chapter's kernel has), `at_most` (no more of them), `shared_bytes` (the same shared memory per block) or
+    `reuse` (at least the chapter's kernel's share of FFMA operands from the reuse cache)."""
+    kind: str
+    why: str
+    opcode: str = ""
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """The chapter's "Your turn": the learner rewrites the code between the kernel file's
+    `// exercise: begin` and `// exercise: end` lines, starting from `starter` (the same lines with
+    the chapter's change taken out and TODO markers where it goes). Checked at `params` (overrides
+    on the defaults, where the change only shows in some configurations)."""
+    task: str
+    starter: str
+    hints: tuple[str, ...]
+    evidence: tuple[Evidence, ...] = ()
+    params: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     name: str                      # the .cu file's stem (chapter number first): the key everywhere
     chapter: int
@@ -155,6 +179,8 @@ class KernelSpec:
     counter_overrides: tuple[dict, ...] = ({},)
     # A per-shape search (the final chapter's table), or None.
     shape_search: ShapeSearch | None = None
+    # The chapter's exercise, or None.
+    exercise: Exercise | None = None
 
     @property
     def path(self) -> Path:

@@ -25,9 +25,11 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
     const int col = blockIdx.x * BLOCK_N + threadIdx.x / BLOCK_M;
     if (row >= M || col >= N) return;
 
+    // exercise: begin
     float acc = 0.0f;
     for (int k = 0; k < K; ++k)
         acc += A[(size_t)row * lda + k] * B[(size_t)k * ldb + col];
+    // exercise: end
 
     float* c = C + (size_t)row * ldc + col;
     // BLAS rule: with beta == 0, C is never read (so NaN or garbage in C cannot leak through).

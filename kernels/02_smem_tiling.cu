@@ -43,6 +43,7 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
     for (int j = 0; j < OUTPUTS; ++j) acc[j] = 0.0f;
 
     for (int k0 = 0; k0 < K; k0 += TILE) {
+        // exercise: begin
         // Stage the tiles. Lane f takes row f of the A tile and row f of the B tile:
         // neighbouring lanes are lda (or ldb) floats apart in global memory.
 #pragma unroll
@@ -54,6 +55,7 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
             Bt[c][f] = (bk < K && bc < N) ? B[(size_t)bk * ldb + bc] : 0.0f;
         }
         __syncthreads();
+        // exercise: end
 
         // Thread (f, s) computes C[row0 + f][col0 + s + j * ROWS_OF_THREADS], j < OUTPUTS.
 #pragma unroll

@@ -27,8 +27,10 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
     __shared__ float As[TILE][TILE];   // As[m][k]
     __shared__ float Bs[TILE][TILE];   // Bs[k][n]
 
+    // exercise: begin
     const int f = threadIdx.x % TILE;  // fast index: consecutive lanes -> consecutive columns
     const int s = threadIdx.x / TILE;
+    // exercise: end
     const int row0 = blockIdx.y * TILE, col0 = blockIdx.x * TILE;
 
     float acc[OUTPUTS];

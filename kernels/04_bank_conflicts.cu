@@ -24,7 +24,9 @@
 #endif
 #define ROWS_OF_THREADS (TILE / OUTPUTS)
 #define THREADS (TILE * ROWS_OF_THREADS)
+// exercise: begin
 #define BT_STRIDE (LAYOUT == 1 ? TILE + 1 : TILE)
+// exercise: end
 
 // Where element (n, k) of the transposed B tile lives.
 __device__ __forceinline__ int bt(int n, int k)

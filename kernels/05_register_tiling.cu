@@ -62,6 +62,7 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
         }
         __syncthreads();
 
+        // exercise: begin
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
 #pragma unroll
@@ -73,6 +74,7 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
 #pragma unroll
                 for (int j = 0; j < TN; ++j) acc[i][j] += a[i] * b[j];   // the outer product
         }
+        // exercise: end
         __syncthreads();
     }
 

@@ -92,6 +92,7 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
     float a[TM], b[TN];
 
     for (int k0 = 0; k0 < K; k0 += BK) {
+        // exercise: begin
 #pragma unroll
         for (int i = 0; i < BM * BK / 4 / THREADS; ++i) {
             const int e = tid + i * THREADS, r = e / (BK / 4), c = e % (BK / 4) * 4;
@@ -103,6 +104,7 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
             const int e = tid + i * THREADS, r = e / (BN / 4), c = e % (BN / 4) * 4;
             *reinterpret_cast<float4*>(&Bs[r][c]) = load4(B, ldb, k0 + r, col0 + c, K, N);
         }
+        // exercise: end
         __syncthreads();
 
         UNROLL_BY(UNROLL)

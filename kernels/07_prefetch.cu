@@ -134,6 +134,7 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
     store_tiles(0);
     __syncthreads();
     int s = 0;
+    // exercise: begin
     for (int k0 = 0; k0 < K; k0 += BK) {
         const bool more = k0 + BK < K;
         if (more) load_tiles(k0 + BK);     // in flight while we compute
@@ -142,6 +143,7 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
         __syncthreads();
         s ^= 1;
     }
+    // exercise: end
 #else
     for (int k0 = 0; k0 < K; k0 += BK) {
         load_tiles(k0);

@@ -112,9 +112,11 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
     __shared__ __align__(16) float Bs[STAGES][BK][BN];
 
     const int tid = threadIdx.x;
+    // exercise: begin
     const int warp = tid / 32, lane = tid % 32;
     const int wr = warp / (BN / WN), wc = warp % (BN / WN);          // the warp's tile in the block
     const int lr = lane / (WSUBN / TN), lc = lane % (WSUBN / TN);    // the lane's patch in a sub-tile
+    // exercise: end
     const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
 
     float acc[WMITER * TM][WNITER * TN];

@@ -140,11 +140,13 @@ __device__ __forceinline__ void accumulate(float (&acc)[TROWS][TCOLS], float* As
     }
 
     for (int t = 0; t < tiles_k; ++t) {
+        // exercise: begin
         wait_pending<STAGES - 2>();            // this thread's copies of tile t have landed
         __syncthreads();                       // everyone's have; and nobody still reads tile t-1's stage
         const int next = t + STAGES - 1;       // goes where tile t-1 was
         if (next < tiles_k) issue(next, next % STAGES);
         commit();
+        // exercise: end
 
         const float* as = As + t % STAGES * A_STAGE + wr * WM + lr * 4;
         const float* bs = Bs + t % STAGES * B_STAGE + wc * WN + lc * 4;

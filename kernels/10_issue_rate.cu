@@ -210,6 +210,7 @@ __device__ __forceinline__ void accumulate(float (&acc)[TROWS][TCOLS], float* As
                     }
                 if (k == BK - 1) commit();
             }
+            // exercise: begin
 #pragma unroll
             for (int i = 0; i < TROWS; ++i)
 #pragma unroll
@@ -217,6 +218,7 @@ __device__ __forceinline__ void accumulate(float (&acc)[TROWS][TCOLS], float* As
                     const int j = SNAKE && i % 2 ? TCOLS - 1 - jj : jj;   // odd rows backwards
                     acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
                 }
+            // exercise: end
         }
     }
     wait_pending<0>();                         // nothing may still be writing shared memory at exit

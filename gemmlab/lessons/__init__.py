@@ -1,6 +1,7 @@
 """What the notebooks call: one function per code cell, `import gemmlab.lessons as gl`.
 
-Cells that show something are `show_*`. Each works with a GPU (live: compile, validate, time) and
+Cells that show something are `show_*`; the exercise cells are verbs (exercise, check, hint,
+solution, progress). Each works with a GPU (live: compile, validate, time) and
 without one (compile and SASS are still live; timings come from the record, labelled with device
 and date): they ask `source.here()` and never check for a GPU themselves.
 """
@@ -13,9 +14,11 @@ from .chapter09 import show_stage_ring  # noqa: F401
 from .chapter10 import show_copy_placement  # noqa: F401
 from .chapter11 import show_final_search, show_final_table, show_last_wave  # noqa: F401
 from .chapter12 import show_ladder_over_shapes  # noqa: F401
+from .exercises import check, exercise, hint, progress, solution  # noqa: F401
 from .common import (show_compile_report, show_counters, show_diff, show_explorer, show_inner_loop,  # noqa: F401
                      show_kernel, show_ladder, show_prediction, show_sass, show_sweep, show_thread_map,
                      show_tunable, show_tuning, show_vs_cublas)
+from .predictions import show_prediction_quiz  # noqa: F401
 from .profiles import (show_hierarchical_roofline, show_issue_slots, show_littles_law, show_profile,  # noqa: F401
                        show_stall_profile)
 from .register_tiles import (show_ffma_order, show_occupancy, show_outer_product, show_reuse, show_shared_loads,  # noqa: F401

@@ -1,5 +1,5 @@
 """Chapter 01: one thread per element of C, straight from global memory."""
-from ..spec import KernelSpec, Param
+from ..spec import Evidence, Exercise, KernelSpec, Param
 from .shared import block_size_rule
 
 
@@ -18,5 +18,16 @@ SPEC = KernelSpec(
     tile=lambda p: (p["BLOCK_M"], p["BLOCK_N"]),
     rules=(block_size_rule(_threads),),
     stages_tiles=False,
-    owner=lambda p, r, c: r + c * p["BLOCK_M"],          # row fastest
+    owner=lambda p, r, c: r + c * p["BLOCK_M"],          # row fastest,
+    exercise=Exercise(
+        task="Write the loop at the heart of the naive kernel: the dot product of row `row` of $A$ and column "
+             "`col` of $B$, read straight from global memory.",
+        starter="""    // TODO: acc = the dot product of row `row` of A and column `col` of B. A is M x K with its rows
+    // lda floats apart; B is K x N with its rows ldb floats apart (use size_t for the offsets).
+    float acc = TODO;
+""",
+        hints=("One loop over k from 0 to K - 1, one multiply-add per step.",
+               "Element (r, c) of a row-major matrix with leading dimension ld sits at r * ld + c.",
+               "acc += A[(size_t)row * lda + k] * B[(size_t)k * ldb + col];"),
+        evidence=(Evidence("opcode", "the multiply-adds of the dot product", "FFMA"),)),
 )

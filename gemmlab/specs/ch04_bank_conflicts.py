@@ -1,5 +1,5 @@
 """Chapter 04: 03 with the B tile stored transposed, conflicting, padded or swizzled."""
-from ..spec import Param
+from ..spec import Evidence, Exercise, Param
 from .tiled import tiled_spec
 
 
@@ -25,4 +25,16 @@ SPEC = tiled_spec(
     bank_words=lambda p, k: [_bt_word(p, lane % p["TILE"], k) for lane in range(32)],
     # the counters of every layout: the conflicts each one leaves
     counter_overrides=tuple({"LAYOUT": v} for v in _LAYOUT.values),
+    exercise=Exercise(
+        task="Pad the transposed $B$ tile (`LAYOUT=1`) so that the 32 lanes reading one of its columns hit 32 "
+             "different banks.",
+        starter="""// TODO: the row stride of the transposed B tile Bt, in floats. With LAYOUT == 1 the rows are padded
+// so that lanes n = 0..31 reading word n * BT_STRIDE + k fall in 32 different banks (bank = word % 32).
+#define BT_STRIDE (LAYOUT == 1 ? TODO : TILE)
+""",
+        hints=("With a stride of TILE = 32 words, every row starts in bank 0: 32 lanes, one bank.",
+               "A stride that is odd (relative to 32) spreads consecutive rows over consecutive banks.",
+               "TILE + 1."),
+        evidence=(Evidence("shared_bytes", "the padded tile is one word per row longer than the unpadded one"),),
+        params={"LAYOUT": 1}),
 )

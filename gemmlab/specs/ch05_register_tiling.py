@@ -1,5 +1,5 @@
 """Chapter 05: each thread accumulates a TM x TN tile of C in registers, with outer products."""
-from ..spec import KernelSpec, Param
+from ..spec import Evidence, Exercise, KernelSpec, Param
 from .shared import outer_owner, outer_rules, outer_smem_word, outer_thread_tile, outer_threads
 
 SPEC = KernelSpec(
@@ -19,4 +19,18 @@ SPEC = KernelSpec(
     owner=outer_owner,
     thread_tile=outer_thread_tile,
     static_smem=lambda p: 4 * p["BK"] * (p["BM"] + p["BN"]),
+    exercise=Exercise(
+        task="Write the outer product: for each k of the tile, load the thread's $T_M$ values of $A$ and $T_N$ "
+             "values of $B$ into registers, then add all $T_M T_N$ products into its patch of $C$.",
+        starter="""        // TODO: for each k < BK: a[i] = the thread's TM values of column k of the A tile (rows
+        // tr * TM + i), b[j] = its TN values of row k of the B tile (columns tc * TN + j), then
+        // acc[i][j] += a[i] * b[j] for every i, j.
+        TODO;
+""",
+        hints=("Three loops inside the loop over k: fill a[], fill b[], then the double loop over i and j.",
+               "As[tr * TM + i][k] and Bs[k][tc * TN + j].",
+               "Put #pragma unroll before every loop with a compile-time count: the registers a[], b[] and acc "
+               "only stay registers when every index is a constant."),
+        evidence=(Evidence("opcode", "TM x TN FFMAs per k step", "FFMA"),
+                  Evidence("at_most", "each value loaded once per k step, not once per product", "LDS"))),
 )

@@ -1,5 +1,5 @@
 """Chapter 08: block tile -> warp tiles -> WMITER x WNITER thread patches of TM x TN."""
-from ..spec import KernelSpec, Param, Rule
+from ..spec import Evidence, Exercise, KernelSpec, Param, Rule
 from .shared import (accumulator_rule, outer_smem_word, snake_interior_params, snake_interior_steps, tile_load_rules,
                      tile_smem, unroll_within_tile, vector_rows, warp_grid_rules, warp_threads)
 
@@ -60,4 +60,27 @@ SPEC = KernelSpec(
     static_smem=tile_smem(lambda p: 2),
     pointer_alignment=lambda p: 16,
     steps=snake_interior_steps({"WN": 64, "TM": 8, "UNROLL": 8}),
+    exercise=Exercise(
+        task="Give each warp its warp tile and each lane its patch: from `threadIdx.x`, the warp tile "
+             "`(wr, wc)` a warp owns in the block tile and the position `(lr, lc)` of the $T_M \\times T_N$ "
+             "patch a lane owns in every sub-tile, so that the 32 lanes read $B$ as consecutive 16-byte vectors.",
+        starter="""    // TODO: warp = the warp's number in the block, lane = the thread's number in its warp.
+    // The block tile holds (BM / WM) x (BN / WN) warp tiles, numbered row by row: (wr, wc) = the row
+    // and the column of warp tile number `warp`. A WSUBM x WSUBN sub-tile holds (WSUBM / TM) x
+    // (WSUBN / TN) patches of TM x TN, one per lane, numbered row by row: (lr, lc) = the row and the
+    // column of the patch of lane number `lane` (consecutive lanes: consecutive patches of a row).
+    const int warp = TODO, lane = TODO;
+    const int wr = TODO, wc = TODO;
+    const int lr = TODO, lc = TODO;
+""",
+        hints=("A warp is 32 consecutive threads: warp and lane are the quotient and the remainder of tid by 32.",
+               "Numbered row by row, item n of a grid with C columns sits in row n / C, column n % C. The warp "
+               "grid has BN / WN columns; the lane grid of a sub-tile has WSUBN / TN.",
+               "warp = tid / 32, lane = tid % 32; wr = warp / (BN / WN), wc = warp % (BN / WN); "
+               "lr = lane / (WSUBN / TN), lc = lane % (WSUBN / TN)."),
+        # The SASS shows the 128-bit reads, not which lane reads which address: a layout that
+        # breaks the partition (swapped or out-of-range indices) only shows on a GPU, as wrong
+        # results, and one that merely changes the bank pattern, in the timing.
+        evidence=(Evidence("opcode", "a lane's TM values of A and TN of B per sub-tile read as 128-bit shared "
+                                     "loads: each patch starts on a multiple of 4 floats", "LDS.128"),)),
 )

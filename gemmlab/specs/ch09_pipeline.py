@@ -1,5 +1,5 @@
 """Chapter 09: 08's warp tiling fed by cp.async copies through a STAGES-deep pipeline."""
-from ..spec import KernelSpec
+from ..spec import Evidence, Exercise, KernelSpec
 from .pipelined import owner, params, rules, smem, thread_tile
 from .shared import outer_smem_word, warp_threads
 
@@ -23,4 +23,30 @@ SPEC = KernelSpec(
            ("128 x 256 tiles, one block per SM: two stages", {"STAGES": 2}),
            ("... three stages", {"STAGES": 3}),
            ("... four stages", {"STAGES": 4})),
+    exercise=Exercise(
+        task="Keep the copy pipeline in step: at the top of each trip, wait for tile $t$'s copies (and no "
+             "more) and for every thread's, then issue tile $t + S - 1$'s copies as one committed group, "
+             "with $S$ = `STAGES`.",
+        starter="""        // TODO: tile t must be in shared memory before the math. wait_pending<N>() waits until at
+        // most N of this thread's committed groups of copies are still in flight: the groups of tiles
+        // t+1 .. t+STAGES-2 may stay in flight, the group of tile t may not. Then all threads must be
+        // past that point (their copies of tile t have landed too, and nobody still reads the stage
+        // that the copies issued below overwrite).
+        TODO;
+        const int next = t + STAGES - 1;       // goes where tile t-1 was
+        if (next < tiles_k) issue(next, next % STAGES);
+        // TODO: close this trip's copies into one group (cp.async.commit_group), also where there were
+        // none (past the last tile): every trip must commit exactly one group for the count above.
+        TODO;
+""",
+        hints=("Count the groups at the top of trip t: the prologue committed STAGES - 1 (tiles 0 .. STAGES - 2) "
+               "and every earlier trip one more. Which of them may still be in flight?",
+               "wait_pending only waits for this thread's own copies; the block reads every thread's, so a "
+               "barrier must follow it. commit() outside the `if`, or the count drifts at the end.",
+               "wait_pending<STAGES - 2>(); __syncthreads(); ... issue ...; commit();"),
+        evidence=(Evidence("opcode", "one commit of the tile's copies per trip (cp.async.commit_group)", "LDGDEPBAR"),
+                  Evidence("opcode", "one wait for the copies of tile t per trip (cp.async.wait_group)", "DEPBAR"),
+                  Evidence("opcode", "a barrier per trip: every thread's copies have landed", "BAR"),
+                  Evidence("at_most", "one barrier per tile: the pipeline needs no second one", "BAR"),
+                  Evidence("opcode", "the cp.async copies of the next tile, in the loop", "LDGSTS"))),
 )

@@ -1,6 +1,6 @@
 """Chapter 11: 10's kernel, with the tiles of a last partial wave split along K (SPLIT)."""
 from .. import course
-from ..spec import KernelSpec, Param, ShapeSearch
+from ..spec import Exercise, KernelSpec, Param, ShapeSearch
 from .pipelined import issue_rate_params, owner, params, rules, smem, spread_rule, thread_tile
 from .shared import outer_smem_word, warp_threads
 
@@ -19,4 +19,27 @@ SPEC = KernelSpec(
     thread_tile=thread_tile,
     dynamic_smem=smem,
     shape_search=ShapeSearch(course.FINAL_SHAPES, course.FINAL_CANDIDATES, course.FINAL_REPS),
+    exercise=Exercise(
+        task="Make the pieces of a split tile take turns: a piece after the first waits until the piece before "
+             "it has added its part into $C$, then adds its own to what it finds there.",
+        starter="""    // TODO: a piece after the first (done.piece > 0) may touch C only once piece done.piece - 1 has
+    // added its part: that piece then sets split_flags[done.flag] to done.piece. Thread 0 spins,
+    // reading the flag with an acquire load until it reads done.piece; in inline PTX:
+    //     asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(split_flags + done.flag) : "memory");
+    // Then the block's other threads wait for thread 0, and the piece ADDS to C (what alpha * acc +
+    // beta * C below does with beta = 1) instead of overwriting it.
+    TODO;
+""",
+        hints=("One thread spins, not all 256: a do { ... } while (seen != done.piece); loop in thread 0, then a "
+               "barrier that holds everyone else until it is through.",
+               "The acquire is what keeps the reads of C after the flag: a plain load could be hoisted out of the "
+               "loop, or C read before the earlier piece's writes are visible. The barrier passes that order on "
+               "to the block's other threads. The epilogue below writes alpha * acc + beta * C.",
+               "if (done.piece > 0) { if (threadIdx.x == 0) { unsigned seen; do { asm volatile(...) as above; } "
+               "while (seen != done.piece); } __syncthreads(); beta = 1.0f; }"),
+        # The wait runs once per block, after the main loop: nothing of it is in the hot loop that
+        # the static evidence reads. Its correctness shows on a GPU (the checker's shapes split
+        # their last wave at SPLIT=4 where the launcher's plan does).
+        evidence=(),
+        params={"SPLIT": 4}),
 )

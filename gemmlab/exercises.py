@@ -1,0 +1,251 @@
+"""The chapters' exercises: the learner's copy of a kernel, and the checker.
+
+A kernel file marks its exercise with `// exercise: begin` and `// exercise: end` lines. The starter
+is the file with those lines' contents replaced by the spec's `Exercise.starter`, so it cannot drift
+from the chapter's kernel. The learner's copy lives in a workspace folder that git ignores
+(`GEMMLAB_WORKSPACE`, else `workspace/` beside the notebooks in a checkout, else
+`~/gemmlab-workspace`). `check` runs a file through the course's own pipeline: the TODOs, the
+chapter's rules, NVRTC, the evidence in the SASS and resources, and on a GPU validation over awkward
+shapes and a timing against the chapter's kernel and cuBLAS in one run.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import device, registry, sass
+from .compile import CompileError, compile_kernel
+from .spec import IllegalConfig, KernelSpec, Problem, UnsupportedShape
+
+BEGIN, END = "// exercise: begin", "// exercise: end"
+# Where a GPU check validates: shapes that are not multiples of any tile, K = 1, a padded
+# leading dimension, and one multiple of every tile.
+SHAPES = ((509, 515, 130), (1, 1, 1), (64, 80, 1), (257, 129, 300), (512, 512, 512))
+PADDED = Problem(200, 136, 72, lda=76, ldb=140, ldc=140)
+TIMING_SIZE = 4096
+# The verdict on speed: at least this share of the chapter's own kernel, timed in the same run.
+PASS_SHARE = 0.90
+
+
+class NoExercise(LookupError):
+    pass
+
+
+def spec_of(chapter: str | int) -> KernelSpec:
+    spec = registry.get(str(chapter))
+    if spec.exercise is None:
+        raise NoExercise(f"{spec.name} has no exercise")
+    return spec
+
+
+def _region(text: str, name: str) -> tuple[int, int]:
+    """Offsets of the text between the begin line and the end line (both lines kept)."""
+    begin, end = text.find(BEGIN), text.find(END)
+    if begin < 0 or end < begin:
+        raise ValueError(f"{name} has no `{BEGIN}` ... `{END}` lines around its exercise")
+    return text.index("\n", begin) + 1, text.rfind("\n", 0, end) + 1
+
+
+def starter_text(spec: KernelSpec) -> str:
+    text = spec.path.read_text()
+    start, stop = _region(text, spec.path.name)
+    return text[:start] + spec.exercise.starter.rstrip("\n") + "\n" + text[stop:]
+
+
+def solution_region(spec: KernelSpec) -> str:
+    text = spec.path.read_text()
+    start, stop = _region(text, spec.path.name)
+    return text[start:stop]
+
+
+def workspace() -> Path:
+    if os.environ.get("GEMMLAB_WORKSPACE"):
+        return Path(os.environ["GEMMLAB_WORKSPACE"])
+    checkout = Path(__file__).resolve().parent.parent
+    return checkout / "workspace" if (checkout / "notebooks").is_dir() else Path.home() / "gemmlab-workspace"
+
+
+def learner_file(spec: KernelSpec) -> Path:
+    return workspace() / spec.path.name
+
+
+def start(chapter: str | int, fresh: bool = False) -> Path:
+    """The learner's copy of the chapter's starter, made if missing (or remade with fresh=True,
+    keeping the old one beside it as .bak)."""
+    spec = spec_of(chapter)
+    path = learner_file(spec)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and fresh:
+        path.replace(path.with_suffix(".cu.bak"))
+    if not path.exists():
+        path.write_text(starter_text(spec))
+    return path
+
+
+# --- the verdict -------------------------------------------------------------------------------
+
+@dataclass
+class Verdict:
+    kernel: str
+    file: str
+    lines: list[tuple[bool, str]] = field(default_factory=list)
+    gpu: str = ""                      # "" where there was none, else the device's name
+    tflops: float | None = None
+    solution_tflops: float | None = None
+    cublas_tflops: float | None = None
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.lines) and all(ok for ok, _ in self.lines)
+
+    def add(self, ok: bool, text: str) -> bool:
+        self.lines.append((ok, text))
+        return ok
+
+    @property
+    def summary(self) -> str:
+        if not self.passed:
+            return "FAIL"
+        return f"PASS on {self.gpu}" if self.gpu else "PASS without a GPU (static checks only)"
+
+    def __str__(self) -> str:
+        head = f"{self.summary}: {self.kernel} exercise, {self.file}"
+        body = "\n".join(f"  {'ok  ' if ok else 'FAIL'} {text}" for ok, text in self.lines)
+        return f"{head}\n{body}"
+
+
+def _todos(text: str) -> list[int]:
+    """Lines where a TODO is still code, not comment."""
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        code = line.split("//")[0]
+        if re.search(r"\bTODO\b", code):
+            out.append(n)
+    return out
+
+
+def _compile_lines(exc: CompileError, path: Path) -> str:
+    errors = [line for line in exc.log.splitlines() if "error" in line] or exc.log.strip().splitlines()[:1]
+    return "does not compile:\n" + "\n".join(f"      {e}" for e in errors[:5]) + f"\n      (file {path})"
+
+
+def _evidence(spec: KernelSpec, mine, theirs, verdict: Verdict) -> None:
+    for ev in spec.exercise.evidence:
+        if ev.kind in ("opcode", "at_most"):
+            ops_mine, ops_theirs = sass.hot_region(mine), sass.hot_region(theirs)
+            n_mine = sum(op.startswith(ev.opcode) for op in ops_mine)
+            n_theirs = sum(op.startswith(ev.opcode) for op in ops_theirs)
+            ok = n_mine >= n_theirs if ev.kind == "opcode" else n_mine <= n_theirs
+            verdict.add(ok, f"{n_mine} {ev.opcode} in the hot loop (the chapter's kernel has {n_theirs}): {ev.why}")
+        elif ev.kind == "shared_bytes":
+            dyn = spec.dynamic_smem(mine.params)
+            b_mine, b_theirs = mine.resources.static_smem + dyn, theirs.resources.static_smem + dyn
+            verdict.add(b_mine == b_theirs, f"{b_mine} B of shared memory per block (the chapter's kernel: "
+                                            f"{b_theirs} B): {ev.why}")
+        elif ev.kind == "reuse":
+            r_mine, r_theirs = sass.operand_reads(mine), sass.operand_reads(theirs)
+            share = lambda r: r["from_cache"] / max(r["ffma"], 1)
+            verdict.add(share(r_mine) >= share(r_theirs) - 1e-9,
+                        f"{share(r_mine):.2f} of the FFMA operands from the reuse cache (the chapter's kernel: "
+                        f"{share(r_theirs):.2f}): {ev.why}")
+        else:
+            raise ValueError(f"unknown evidence kind {ev.kind!r}")
+
+
+def _wrong_shapes_message(bad: list[str], good: list[str]) -> str:
+    if good and bad:
+        return (f"wrong results at {', '.join(bad)}, right at {', '.join(good)}: look at what differs, "
+                f"usually the edge predicates (the rows and columns past M, N and K) or the leading dimensions")
+    return f"wrong results at {', '.join(bad)}"
+
+
+def _on_gpu(spec: KernelSpec, params: dict, path: Path, verdict: Verdict) -> None:
+    from . import bench
+    verdict.gpu = device.facts().name
+    try:
+        mine = bench.Kernel(spec, params, source=path)
+    except (IllegalConfig, CompileError) as exc:            # checked before; kept for a changed file
+        verdict.add(False, str(exc).splitlines()[0])
+        return
+    bad, good = [], []
+    for shape in [Problem(*s) for s in SHAPES] + [PADDED]:
+        label = f"{shape.M}x{shape.N}x{shape.K}" + (" (padded rows)" if shape.lda != shape.K else "")
+        try:
+            check = mine.validate(shape, seed=1)
+        except UnsupportedShape as exc:
+            verdict.add(True, f"{label}: refused as the chapter's kernel refuses it ({exc.rule})")
+            continue
+        (good if check.ok else bad).append(label)
+    if not verdict.add(not bad, _wrong_shapes_message(bad, good) if bad else
+                       f"correct at {len(good)} shapes (primes, K = 1, padded rows, a multiple of every tile)"):
+        return
+    ops = bench.Operands.random(Problem(TIMING_SIZE, TIMING_SIZE, TIMING_SIZE))
+    theirs = bench.Kernel(spec, params)
+    t_mine, t_theirs, t_cublas = bench.time_interleaved(
+        [lambda: mine(ops), lambda: theirs(ops), lambda: bench.cublas_sgemm(ops)], reps=10, flush=True)
+    flops = 2 * TIMING_SIZE ** 3
+    verdict.tflops, verdict.solution_tflops, verdict.cublas_tflops = (
+        flops / (t.median_ms * 1e-3) / 1e12 for t in (t_mine, t_theirs, t_cublas))
+    share = verdict.tflops / verdict.solution_tflops
+    verdict.add(share >= PASS_SHARE,
+                f"{verdict.tflops:.1f} TFLOP/s at {TIMING_SIZE}^3: {share:.0%} of the chapter's kernel "
+                f"({verdict.solution_tflops:.1f}) and {verdict.tflops / verdict.cublas_tflops:.0%} of cuBLAS "
+                f"({verdict.cublas_tflops:.1f}), timed in the same run; a pass needs {PASS_SHARE:.0%} of the "
+                f"chapter's kernel")
+
+
+def check(chapter: str | int, file: str | Path | None = None, which: str = "learner",
+          gpu: bool | None = None) -> Verdict:
+    """Check the learner's file (or `file`, or the untouched starter with which="starter", or the
+    chapter's own kernel with which="solution"). gpu=None: on a GPU when there is one."""
+    spec = spec_of(chapter)
+    if which == "solution":
+        path = spec.path
+    elif which == "starter":
+        path = workspace() / ".starters" / spec.path.name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(starter_text(spec))
+    else:
+        path = Path(file) if file else learner_file(spec)
+    verdict = Verdict(spec.name, str(path))
+    if not path.exists():
+        verdict.add(False, f"no file at {path}: gl.exercise(\"{spec.name[:2]}\") (or `python -m gemmlab check "
+                           f"{spec.name[:2]} --start`) makes your copy of the starter")
+        return verdict
+    text = path.read_text()
+    todos = _todos(text)
+    if not verdict.add(not todos, f"TODO still in the code at line(s) {', '.join(map(str, todos))}" if todos
+                       else "no TODO left in the code"):
+        return verdict
+    params = spec.exercise.params
+    try:
+        full = spec.resolve(params)
+    except IllegalConfig as exc:
+        verdict.add(False, f"the exercise's configuration breaks a rule: {exc}")
+        return verdict
+    try:
+        mine = compile_kernel(spec, full, source=path)
+    except CompileError as exc:
+        verdict.add(False, _compile_lines(exc, path))
+        return verdict
+    theirs = compile_kernel(spec, full)
+    r = mine.resources
+    verdict.add(True, f"compiles for {mine.arch}: {r.registers} registers, {r.static_smem + spec.dynamic_smem(full)} B "
+                      f"shared memory, {'no spills' if not r.spills else f'{r.spill_stores} B spilled'}")
+    if r.spills and not theirs.resources.spills:
+        verdict.add(False, f"spills {r.spill_stores} B of registers to local memory; the chapter's kernel spills none")
+    _evidence(spec, mine, theirs, verdict)
+    if gpu is None:
+        gpu = device.available()
+    if gpu:
+        _on_gpu(spec, full, path, verdict)
+    else:
+        verdict.add(True, "correctness and speed need a GPU: "
+                          + (device.why_unavailable() if not device.available() else "not asked for"))
+    return verdict
+
+
+def chapters() -> list[KernelSpec]:
+    return [spec for spec in registry.KERNELS.values() if spec.exercise is not None]

@@ -1,0 +1,78 @@
+"""Your turn: the exercise cells of every kernel chapter (gemmlab/exercises.py does the work)."""
+from __future__ import annotations
+
+import difflib
+import os
+
+from .. import exercises
+from .display import markdown, table
+
+_hints_shown: dict[str, int] = {}
+
+
+def _spec(chapter):
+    try:
+        return exercises.spec_of(chapter)
+    except (exercises.NoExercise, LookupError) as exc:
+        print(exc)
+        return None
+
+
+def exercise(chapter: str) -> None:
+    """The task, and the learner's copy of the starter (made on first use) with a link that opens it
+    in JupyterLab's editor."""
+    spec = _spec(chapter)
+    if spec is None:
+        return
+    path = exercises.start(chapter)
+    try:
+        link = os.path.relpath(path, os.getcwd())
+    except ValueError:            # another drive (Windows)
+        link = str(path)
+    markdown(f"**Your turn.** {spec.exercise.task}\n\nYour copy of the starter: [`{path.name}`]({link}) "
+             f"(`{path}`); the TODOs mark where the change goes. Edit it, save, then run "
+             f"`gl.check(\"{spec.name[:2]}\")` below (or `python -m gemmlab check {spec.name[:2]}` in a terminal). "
+             f"`gl.hint(\"{spec.name[:2]}\")` gives one hint at a time; `gl.solution(\"{spec.name[:2]}\")` shows the answer.")
+
+
+def check(chapter: str, file: str | None = None) -> None:
+    """Check the learner's file: with a GPU, correctness over awkward shapes and speed against the
+    chapter's kernel and cuBLAS; without one, what can be checked without it."""
+    if _spec(chapter) is None:
+        return
+    print(exercises.check(chapter, file))
+
+
+def hint(chapter: str) -> None:
+    """The next hint (one more each call; they start again after the last)."""
+    spec = _spec(chapter)
+    if spec is None:
+        return
+    hints = spec.exercise.hints
+    n = _hints_shown.get(spec.name, 0) % len(hints)
+    _hints_shown[spec.name] = n + 1
+    print(f"hint {n + 1} of {len(hints)}: {hints[n]}")
+
+
+def solution(chapter: str) -> None:
+    """The answer: the diff from the starter to the chapter's own kernel."""
+    spec = _spec(chapter)
+    if spec is None:
+        return
+    diff = difflib.unified_diff(exercises.starter_text(spec).splitlines(), spec.path.read_text().splitlines(),
+                                f"starter ({spec.path.name})", f"kernels/{spec.path.name}", lineterm="", n=1)
+    markdown("```diff\n" + "\n".join(diff) + "\n```")
+
+
+def progress() -> None:
+    """Which exercises pass on this machine: each learner's file that exists, checked now."""
+    rows = []
+    for spec in exercises.chapters():
+        path = exercises.learner_file(spec)
+        if not path.exists():
+            rows.append([spec.title, "not started", "-"])
+            continue
+        verdict = exercises.check(spec.name[:2])
+        failed = next((text for ok, text in verdict.lines if not ok), "")
+        rows.append([spec.title, verdict.summary, failed.splitlines()[0] if failed else "-"])
+    markdown(table(["chapter", "verdict", "first problem"], rows) + f"\n\nworkspace: `{exercises.workspace()}`")

@@ -1,0 +1,127 @@
+"""The exercises: every starter fails its check and every chapter's kernel passes it, without a GPU
+(static checks) and on one (correctness and speed); planted bugs fail with a message that points at
+them; the learner's copy lives in the workspace; the command line and the notebook cells work."""
+import pytest
+
+from gemmlab import exercises, registry
+from gemmlab.__main__ import main
+
+CHAPTERS = [spec.name for spec in exercises.chapters()]
+
+
+@pytest.fixture(autouse=True)
+def workspace(tmp_path, monkeypatch):
+    monkeypatch.setenv("GEMMLAB_WORKSPACE", str(tmp_path / "ws"))
+    return tmp_path / "ws"
+
+
+def test_every_kernel_chapter_has_an_exercise():
+    assert CHAPTERS == list(registry.KERNELS), "every kernel chapter, in order"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_the_starter_is_the_kernel_with_only_the_exercise_taken_out(name):
+    spec = registry.get(name)
+    kernel, starter = spec.path.read_text(), exercises.starter_text(spec)
+    begin, end = kernel.index(exercises.BEGIN), kernel.index(exercises.END)
+    assert starter.startswith(kernel[:begin]) and starter.endswith(kernel[end:]), "nothing outside the region changes"
+    assert "TODO" in starter[begin:len(starter) - len(kernel) + end]
+    assert exercises.solution_region(spec).strip() and exercises.solution_region(spec) not in starter
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_without_a_gpu_the_starter_fails_and_the_solution_passes(name):
+    starter = exercises.check(name, which="starter", gpu=False)
+    assert not starter.passed and "TODO still in the code at line" in str(starter)
+    solution = exercises.check(name, which="solution", gpu=False)
+    assert solution.passed, str(solution)
+    assert "correctness and speed need a GPU" in str(solution)
+    assert solution.summary == "PASS without a GPU (static checks only)"
+
+
+def _planted(name: str, old: str, new: str, tmp_path):
+    """The chapter's kernel with one planted change inside the exercise region, as a learner's file."""
+    spec = registry.get(name)
+    region = exercises.solution_region(spec)
+    assert old in region, f"{old!r} is not in {name}'s exercise"
+    text = spec.path.read_text().replace(region, region.replace(old, new, 1))
+    path = tmp_path / spec.path.name
+    path.write_text(text)
+    return path
+
+
+def test_a_missing_barrier_is_named(tmp_path):
+    path = _planted("02_smem_tiling", "__syncthreads();", "", tmp_path)
+    verdict = exercises.check("02", path, gpu=False)
+    assert not verdict.passed
+    failed = [text for ok, text in verdict.lines if not ok]
+    assert len(failed) == 1 and failed[0].startswith("1 BAR in the hot loop (the chapter's kernel has 2)")
+
+
+@pytest.mark.parametrize("padding", ["TILE + 0", "TILE + 2"])
+def test_a_wrong_bank_padding_is_named(padding, tmp_path):
+    path = _planted("04_bank_conflicts", "TILE + 1", padding, tmp_path)
+    verdict = exercises.check("04", path, gpu=False)
+    failed = [text for ok, text in verdict.lines if not ok]
+    assert len(failed) == 1 and "B of shared memory per block" in failed[0] and "one word per row" in failed[0]
+
+
+def test_a_compile_error_names_the_learners_file_and_line(tmp_path):
+    path = _planted("01_naive", "acc += A", "acc += A_", tmp_path)
+    verdict = exercises.check("01", path, gpu=False)
+    failed = [text for ok, text in verdict.lines if not ok]
+    assert len(failed) == 1 and "does not compile" in failed[0]
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if "A_[" in text)
+    assert f"{path}({line})" in failed[0] and "A_" in failed[0]
+
+
+def test_the_learners_copy_is_made_once_and_kept(workspace):
+    path = exercises.start("03")
+    assert path.parent == workspace and path.read_text() == exercises.starter_text(registry.get("03"))
+    path.write_text("my work")
+    assert exercises.start("03").read_text() == "my work", "never overwritten"
+    exercises.start("03", fresh=True)
+    assert path.with_suffix(".cu.bak").read_text() == "my work" and "TODO" in path.read_text()
+
+
+def test_the_command_line_checks_with_exit_status(capsys):
+    assert main(["check", "03", "--solution"]) == 0
+    assert main(["check", "03", "--starter"]) == 1
+    assert "TODO still in the code" in capsys.readouterr().out
+    assert main(["check", "03"]) == 1, "no copy yet"
+    assert "makes your copy of the starter" in capsys.readouterr().out
+    assert main(["check", "03", "--start"]) == 0
+    assert main(["check", "99"]) == 2
+
+
+def test_the_notebook_cells_show_the_task_hints_solution_and_progress(capsys):
+    import gemmlab.lessons as gl
+    gl.exercise("05")
+    gl.hint("05")
+    gl.hint("05")
+    gl.solution("05")
+    gl.check("05")
+    gl.progress()
+    gl.check("no-such-chapter")
+    out = capsys.readouterr().out
+    assert "Your turn" in out and "hint 1 of 3" in out and "hint 2 of 3" in out
+    assert "+" in out and "acc[i][j] += a[i] * b[j]" in out, "the solution is a diff to the kernel's lines"
+    assert "FAIL" in out and "not started" in out and "no kernel 'no-such-chapter'" in out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_on_a_gpu_the_solution_passes_correctness_and_speed(name):
+    starter = exercises.check(name, which="starter")
+    assert not starter.passed
+    solution = exercises.check(name, which="solution")
+    assert solution.passed, str(solution)
+    assert solution.gpu and solution.tflops and solution.cublas_tflops
+
+
+@pytest.mark.gpu
+def test_an_off_by_one_edge_predicate_fails_at_the_edges_only(tmp_path):
+    path = _planted("02_smem_tiling", "(ar < M && ak < K)", "(ar < M - 1 && ak < K)", tmp_path)
+    verdict = exercises.check("02", path)
+    failed = [text for ok, text in verdict.lines if not ok]
+    assert len(failed) == 1 and "edge predicates" in failed[0] and "509x515x130" in failed[0]
