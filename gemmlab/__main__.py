@@ -149,6 +149,10 @@ def cmd_check(args) -> int:
         if args.start:
             print(f"your copy of the starter: {exercises.start(args.kernel)}")
             return 0
+        if args.gpu_part:                # the child process of a check (exercises._gpu_in_child)
+            import json
+            print(json.dumps(exercises.gpu_part(args.kernel, args.file)))
+            return 0
         which = "starter" if args.starter else "solution" if args.solution else "learner"
         verdict = exercises.check(args.kernel, args.file, which)
     except (exercises.NoExercise, registry.UnknownKernel) as exc:
@@ -212,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument("--starter", action="store_true", help="check the untouched starter (it must fail)")
     which.add_argument("--solution", action="store_true", help="check the chapter's own kernel (it must pass)")
     which.add_argument("--start", action="store_true", help="make your copy of the starter, print its path")
+    which.add_argument("--gpu-part", action="store_true", help=argparse.SUPPRESS)   # the checker's child process
     p.set_defaults(fn=cmd_check)
     p = sub.add_parser("record", help="measure every kernel over the explorer configurations (GPU)")
     p.add_argument("kernel", nargs="*", help="only these kernels (default: everything)")

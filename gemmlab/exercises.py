@@ -196,6 +196,48 @@ def _on_gpu(spec: KernelSpec, params: dict, path: Path, verdict: Verdict) -> Non
                 f"chapter's kernel")
 
 
+# A learner's kernel may hang (a spin-wait that never ends) or fault (an out-of-bounds access
+# poisons the CUDA context for the rest of the process): the GPU half of a check runs in a child
+# process with a time limit, so neither takes the notebook or the command line down with it.
+GPU_TIMEOUT_S = 300
+
+
+def _gpu_in_child(spec: KernelSpec, path: Path, verdict: Verdict) -> None:
+    import json
+    import subprocess
+    import sys
+    cmd = [sys.executable, "-m", "gemmlab", "check", spec.name[:2], "--file", str(path), "--gpu-part"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=GPU_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        verdict.gpu = device.facts().name
+        verdict.add(False, f"your kernel did not finish within {GPU_TIMEOUT_S} s: a loop that never ends, or a "
+                           f"spin-wait for a flag nobody sets?")
+        return
+    line = next((ln for ln in reversed(done.stdout.splitlines()) if ln.startswith("{")), None)
+    if line is None:
+        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-3:])
+        verdict.gpu = device.facts().name
+        verdict.add(False, f"the GPU check crashed (an out-of-bounds access or a misaligned vector load?):\n"
+                           f"      {tail}\n      `compute-sanitizer python -m gemmlab check {spec.name[:2]} --file "
+                           f"{path}` names the line")
+        return
+    part = json.loads(line)
+    verdict.gpu = part["gpu"]
+    verdict.tflops, verdict.solution_tflops, verdict.cublas_tflops = (
+        part["tflops"], part["solution_tflops"], part["cublas_tflops"])
+    verdict.lines += [(ok, text) for ok, text in part["lines"]]
+
+
+def gpu_part(chapter: str | int, file: str | Path) -> dict:
+    """The GPU half of a check, for the child process: validation and timing of `file`."""
+    spec = spec_of(chapter)
+    verdict = Verdict(spec.name, str(file))
+    _on_gpu(spec, spec.resolve(spec.exercise.params), Path(file), verdict)
+    return {"gpu": verdict.gpu, "lines": verdict.lines, "tflops": verdict.tflops,
+            "solution_tflops": verdict.solution_tflops, "cublas_tflops": verdict.cublas_tflops}
+
+
 def check(chapter: str | int, file: str | Path | None = None, which: str = "learner",
           gpu: bool | None = None) -> Verdict:
     """Check the learner's file (or `file`, or the untouched starter with which="starter", or the
@@ -240,7 +282,7 @@ def check(chapter: str | int, file: str | Path | None = None, which: str = "lear
     if gpu is None:
         gpu = device.available()
     if gpu:
-        _on_gpu(spec, full, path, verdict)
+        _gpu_in_child(spec, path, verdict)
     else:
         verdict.add(True, "correctness and speed need a GPU: "
                           + (device.why_unavailable() if not device.available() else "not asked for"))

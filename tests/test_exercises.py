@@ -125,3 +125,41 @@ def test_an_off_by_one_edge_predicate_fails_at_the_edges_only(tmp_path):
     verdict = exercises.check("02", path)
     failed = [text for ok, text in verdict.lines if not ok]
     assert len(failed) == 1 and "edge predicates" in failed[0] and "509x515x130" in failed[0]
+
+
+class _Facts:
+    name = "a test GPU"
+
+
+@pytest.mark.parametrize("outcome", ["hang", "crash", "result"])
+def test_the_gpu_half_runs_apart_and_survives_a_hang_or_a_crash(outcome, monkeypatch):
+    """A kernel that never ends or faults cannot take the checker's process down: the GPU half runs
+    in a child process, and its fate becomes a verdict line."""
+    import json
+    import subprocess
+    from gemmlab import device
+
+    real_run = subprocess.run
+
+    def fake_run(cmd, **kw):
+        if cmd[-1] != "--gpu-part":                        # nvdisasm, for the static checks
+            return real_run(cmd, **kw)
+        assert kw["timeout"] == exercises.GPU_TIMEOUT_S
+        if outcome == "hang":
+            raise subprocess.TimeoutExpired(cmd, kw["timeout"])
+        if outcome == "crash":
+            return subprocess.CompletedProcess(cmd, 1, "", "cupy.cuda.driver.CUDADriverError: "
+                                                            "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access")
+        part = {"gpu": "a test GPU", "lines": [[True, "correct at 6 shapes"], [True, "40.0 TFLOP/s"]],
+                "tflops": 40.0, "solution_tflops": 41.0, "cublas_tflops": 50.0}
+        return subprocess.CompletedProcess(cmd, 0, "progress...\n" + json.dumps(part) + "\n", "")
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setattr(device, "facts", lambda: _Facts())
+    verdict = exercises.check("03", which="solution", gpu=True)
+    text = str(verdict)
+    if outcome == "hang":
+        assert not verdict.passed and "did not finish within" in text
+    elif outcome == "crash":
+        assert not verdict.passed and "ILLEGAL_ADDRESS" in text and "compute-sanitizer" in text
+    else:
+        assert verdict.passed and verdict.summary == "PASS on a test GPU" and verdict.tflops == 40.0
