@@ -2,10 +2,15 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from . import device, registry
 from .spec import IllegalConfig, Problem, UnsupportedShape
+
+
+class UsageError(ValueError):
+    """A mistake in the command line: one line to stderr, exit status 2."""
 
 
 def _defines(pairs: list[str]) -> dict[str, int]:
@@ -13,10 +18,30 @@ def _defines(pairs: list[str]) -> dict[str, int]:
     for pair in pairs or []:
         pair = pair[2:] if pair.startswith("-D") else pair
         name, sep, value = pair.partition("=")
-        if not sep or not value.lstrip("-").isdigit():
-            raise SystemExit(f"-D expects NAME=INTEGER, got {pair!r}")
+        if not sep or not name or not value.lstrip("-").isdigit():
+            raise UsageError(f"-D expects NAME=INTEGER (for example -D TILE=32), got {pair!r}")
+        if name in out:
+            raise UsageError(f"-D {name} is given twice ({out[name]} and {value}); give it once")
         out[name] = int(value)
     return out
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def _arch(text: str) -> str:
+    from .compile import ARCHS
+    if not re.fullmatch(r"sm_\d{2,3}a?", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an architecture; write it like sm_90 (the course tests "
+                                         f"{', '.join(ARCHS)})")
+    return text
 
 
 def cmd_info(args) -> int:
@@ -182,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
                             ("sass", cmd_sass, "instruction mix (or --full disassembly)")):
         p = sub.add_parser(name, help=help_)
         p.add_argument("kernel", help="kernel name or chapter number: " + ", ".join(registry.KERNELS))
-        p.add_argument("--arch", default="sm_90")
+        p.add_argument("--arch", default="sm_90", type=_arch)
         p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE", help="set a tunable")
         if name == "sass":
             p.add_argument("--full", action="store_true")
@@ -190,21 +215,21 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("bench", help="validate and time kernels against cuBLAS (GPU)")
     p.add_argument("kernel", nargs="+")
     p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE")
-    p.add_argument("--size", nargs=3, type=int, metavar=("M", "N", "K"))
-    p.add_argument("--reps", type=int, default=None)
+    p.add_argument("--size", nargs=3, type=_positive, metavar=("M", "N", "K"))
+    p.add_argument("--reps", type=_positive, default=None)
     p.set_defaults(fn=cmd_bench)
     p = sub.add_parser("run", help="launch once and validate (for profilers such as ncu) (GPU)")
     p.add_argument("kernel", help="a kernel, or 'cublas' for the baseline")
     p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE")
-    p.add_argument("--size", nargs=3, type=int, metavar=("M", "N", "K"))
+    p.add_argument("--size", nargs=3, type=_positive, metavar=("M", "N", "K"))
     p.set_defaults(fn=cmd_run)
     p = sub.add_parser("sweep", help="every configuration the sliders offer, at one size (GPU)")
     p.add_argument("kernel")
-    p.add_argument("--size", nargs=3, type=int, metavar=("M", "N", "K"))
+    p.add_argument("--size", nargs=3, type=_positive, metavar=("M", "N", "K"))
     p.set_defaults(fn=cmd_sweep)
     p = sub.add_parser("tune", help="sweep, validate, time and remember the best configuration (GPU)")
     p.add_argument("kernel")
-    p.add_argument("--size", nargs=3, type=int, metavar=("M", "N", "K"))
+    p.add_argument("--size", nargs=3, type=_positive, metavar=("M", "N", "K"))
     p.add_argument("--only", action="append", metavar="NAME=V1,V2",
                    help="search only these values of a tunable (repeatable)")
     p.add_argument("--top", type=int, default=15, help="how many of the best to list")
@@ -230,7 +255,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ON_GPU and not device.available():
         print(f"{args.command} needs a GPU: {device.why_unavailable()}", file=sys.stderr)
         return 2
-    return args.fn(args)
+    from . import bench, records
+    from .compile import CompileError
+    from .files import UnusableDirectory
+    try:
+        return args.fn(args)
+    except (UsageError, IllegalConfig, UnsupportedShape, registry.UnknownKernel, CompileError, UnusableDirectory,
+            bench.TooLarge, records.NotRecorded, records.StaleRecord) as exc:
+        # a mistake in the input, not in gemmlab: its message, and how to fix it, without a traceback
+        print(str(exc).splitlines()[0] if not isinstance(exc, CompileError) else exc, file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

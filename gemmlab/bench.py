@@ -26,6 +26,10 @@ class ValidationFailed(AssertionError):
     pass
 
 
+class TooLarge(ValueError):
+    """A problem whose operands (and the float64 check) do not fit in the GPU's free memory."""
+
+
 def tolerance(K: int) -> float:
     """FP32 accumulation of K products: rounding errors grow like sqrt(K) for random data.
     16 u sqrt(K) sits well below what TF32 inputs give (about 2^-11 relative)."""
@@ -46,8 +50,14 @@ class Operands:
     @classmethod
     def random(cls, problem: Problem, seed: int | None = None) -> "Operands":
         cp = device.cupy()
-        rng = cp.random.default_rng(seed)
         p = problem
+        # A, B and C in float32 (and C's copy), and the float64 reference and its bound at the check
+        needed = 4 * (p.M * p.lda + p.K * p.ldb + 2 * p.M * p.ldc) + 8 * (p.M * p.K + p.K * p.N + 3 * p.M * p.N)
+        free = cp.cuda.runtime.memGetInfo()[0]
+        if needed > free:
+            raise TooLarge(f"{p.M} x {p.N} x {p.K} needs about {needed / 2**30:.1f} GiB of GPU memory with its check; "
+                           f"{free / 2**30:.1f} GiB are free: try a smaller size")
+        rng = cp.random.default_rng(seed)
         A = rng.uniform(-1, 1, (p.M, p.lda), dtype=cp.float32)[:, :p.K]
         B = rng.uniform(-1, 1, (p.K, p.ldb), dtype=cp.float32)[:, :p.N]
         Cbuf = cp.empty((p.M, p.ldc), dtype=cp.float32)

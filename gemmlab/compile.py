@@ -11,10 +11,11 @@ import hashlib
 import json
 import os
 import re
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import cubin, registry, sass, toolchain
+from . import cubin, files, registry, sass, toolchain
 from .spec import KernelSpec, Params
 
 DEFAULT_ARCH = "sm_90"
@@ -158,10 +159,31 @@ class Build:
 
 
 def cache_dir() -> Path:
+    """The compile cache: $GEMMLAB_CACHE, else $XDG_CACHE_HOME/gemmlab or ~/.cache/gemmlab; a folder
+    this user owns and nobody else may write to (files.UnusableDirectory says why not)."""
     root = os.environ.get("GEMMLAB_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gemmlab"
-    path = Path(root)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return files.private_dir(Path(root), "the compile cache",
+                             "set GEMMLAB_CACHE to a folder of your own (it is only a cache: any empty folder will do)")
+
+
+# Damaged cache entries already reported in this process (each is rebuilt, and said once).
+_reported: set[Path] = set()
+
+
+def _read_entry(cubin_path: Path, log_path: Path, res_path: Path) -> tuple[str, Resources] | None:
+    """A complete, readable cache entry, or None (a damaged one is reported once, then rebuilt)."""
+    if not all(p.exists() for p in (cubin_path, log_path, res_path)):
+        return None
+    try:
+        if cubin_path.read_bytes()[:4] != b"\x7fELF":
+            raise ValueError("the cubin is not an ELF file")
+        return log_path.read_text(), Resources(**json.loads(res_path.read_text()))
+    except (OSError, ValueError, TypeError) as exc:        # JSON, UTF-8 and missing fields included
+        if cubin_path not in _reported:
+            _reported.add(cubin_path)
+            print(f"gemmlab: damaged compile-cache entry {cubin_path.with_suffix('')} ({exc}); rebuilding it",
+                  file=sys.stderr)
+        return None
 
 
 def _options(params: Params, arch: str) -> list[str]:
@@ -211,18 +233,16 @@ def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch:
     key = hashlib.sha256(json.dumps([text.hex(), options, compiler]).encode()).hexdigest()[:24]
     entry = cache_dir() / f"{spec.name}-{arch}-{key}"
     cubin_path, log_path, res_path = (entry.with_suffix(s) for s in (".cubin", ".log", ".json"))
-    cached = use_cache and all(p.exists() for p in (cubin_path, log_path, res_path))
-    if cached:
-        log = log_path.read_text()
-        resources = Resources(**json.loads(res_path.read_text()))
+    found = _read_entry(cubin_path, log_path, res_path) if use_cache else None
+    if found:
+        log, resources = found
     else:
         ok, image, log = nvrtc_compile(text, where, options)
         if not ok:
             raise CompileError(spec.name, full, arch, log)
-        tmp = cubin_path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_bytes(image)
-        resources = Resources.of(image, sass.opcodes(tmp))
-        log_path.write_text(log)
-        res_path.write_text(json.dumps(asdict(resources)))
-        tmp.replace(cubin_path)  # last and atomic: an entry with a cubin is complete
-    return Build(spec.name, full, arch, cubin_path, log, resources, compiler, cached)
+        # Each file whole or not at all; the resources last, as a reader needs all three.
+        files.write_atomic(cubin_path, image)
+        files.write_atomic(log_path, log)
+        resources = Resources.of(image, sass.opcodes(cubin_path))
+        files.write_atomic(res_path, json.dumps(asdict(resources)))
+    return Build(spec.name, full, arch, cubin_path, log, resources, compiler, found is not None)

@@ -35,7 +35,7 @@ def _module(cp, arch: str):
     image = compile_probe(arch)
     path = compiler.cache_dir() / f"probes-{arch}-{hashlib.sha256(image).hexdigest()[:16]}.cubin"
     if not path.exists():
-        path.write_bytes(image)
+        compiler.files.write_atomic(path, image)
     return cp.RawModule(path=str(path))
 
 

@@ -156,7 +156,13 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
     path = out_dir / f"{records.slug(facts.name)}.json"
     everything = not (kernels or ladder or final or profiles or memory)
     # read what is there before measuring: a damaged file stops us now, not after an hour
-    data = json.loads(path.read_text()) if not everything and path.exists() else {"results": [], "sources": {}, "ncu": {}}
+    data = {"results": [], "sources": {}, "ncu": {}}
+    if not everything and path.exists():
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise RuntimeError(f"the record {path} is damaged ({exc}); nothing was measured. Restore it (git "
+                               f"checkout) or record everything anew: `python -m gemmlab record`") from None
     data["results"] = [r for r in data["results"] if r["kernel"] in registry.KERNELS]
     data["sources"] = {k: v for k, v in data["sources"].items() if k in registry.KERNELS}
     data["ncu"] = {k: v for k, v in data["ncu"].items() if k in registry.KERNELS}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,7 +63,8 @@ class Record:
     def stale_kernels(self) -> list[str]:
         """Kernels whose code changed since this record was made (or that no longer exist)."""
         return [name for name, recorded in self.data["sources"].items()
-                if name not in registry.KERNELS or identity.code_hash(registry.KERNELS[name].path) != recorded]
+                if name not in registry.KERNELS or not registry.KERNELS[name].path.exists()
+                or identity.code_hash(registry.KERNELS[name].path) != recorded]
 
     def section(self, name: str, what: str):
         """A part of the record by name ('chapter00', 'ladder', 'final', ...); NotRecorded saying
@@ -110,24 +112,55 @@ def slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
-_parsed: dict[Path, tuple[float, dict]] = {}
+_parsed: dict[Path, tuple[float, dict | str]] = {}
+# What every record holds, and what each of those must be.
+REQUIRED = {"device": dict, "date": str, "results": list, "sources": dict}
+
+
+def _parse(path: Path) -> dict | str:
+    """The record in a file, or why it cannot be used."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:            # unreadable, empty, truncated, not UTF-8, not JSON
+        return f"not a readable JSON record ({exc})"
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    missing = [k for k, kind in REQUIRED.items() if not isinstance(data.get(k), kind)]
+    if missing or "name" not in data["device"]:
+        return f"missing or malformed: {', '.join(missing) or 'device.name'}"
+    return data
+
+
+def damaged() -> dict[Path, str]:
+    """Record files that cannot be used, with why."""
+    load_all()
+    return {p: why for p, (_, why) in _parsed.items() if isinstance(why, str) and p.exists()}
 
 
 def load_all() -> list[Record]:
-    """Every record file, parsed once per version of the file (notebook cells ask often)."""
+    """Every usable record file, parsed once per version of the file (notebook cells ask often). A
+    damaged file is left out and reported once (records.damaged() lists them)."""
     out = []
     for p in sorted(DATA_DIR.glob("*.json")):
         mtime = p.stat().st_mtime
         if _parsed.get(p, (None,))[0] != mtime:
-            _parsed[p] = (mtime, json.loads(p.read_text()))
-        out.append(Record(p, _parsed[p][1]))
+            _parsed[p] = (mtime, _parse(p))
+            if isinstance(_parsed[p][1], str):
+                print(f"gemmlab: ignoring the damaged record {p}: {_parsed[p][1]}. Restore it "
+                      f"(git checkout -- {p.name} in {p.parent}) or measure anew with `python -m gemmlab record` "
+                      f"on a GPU", file=sys.stderr)
+        if isinstance(_parsed[p][1], dict):
+            out.append(Record(p, _parsed[p][1]))
     return out
 
 
 def latest() -> Record:
     records = load_all()
     if not records:
-        raise NotRecorded("no recorded GPU results are shipped in gemmlab/data/")
+        bad = damaged()
+        raise NotRecorded("no usable record in gemmlab/data/" + (
+            ": " + "; ".join(f"{p.name} is damaged ({why})" for p, why in bad.items()) if bad else
+            ": no recorded GPU results are shipped there"))
     return max(records, key=lambda r: r.data["date"])
 
 

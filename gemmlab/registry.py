@@ -24,7 +24,9 @@ def get(name: str) -> KernelSpec:
     if name in KERNELS:
         return KERNELS[name]
     key = str(name)
-    matches = [k for k in KERNELS if k.startswith(key) or (key.isdigit() and k.split("_", 1)[0] == key.zfill(2))]
+    # a chapter number first ("1", "01" and "10" name one kernel each), else a prefix
+    matches = [k for k in KERNELS if key.isdigit() and k.split("_", 1)[0] == key.zfill(2)]
+    matches = matches or [k for k in KERNELS if k.startswith(key)]
     if len(matches) == 1:
         return KERNELS[matches[0]]
     if matches:

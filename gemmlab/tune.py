@@ -10,12 +10,13 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from . import bench, device, identity, registry
+from . import bench, device, files, identity, registry
 from . import compile as compiler
 from .spec import IllegalConfig, UnsupportedShape
 
@@ -30,8 +31,21 @@ def store_path() -> Path:
 
 
 def _load() -> dict:
+    """The store; a damaged one is moved aside (and named), never in the way of a new result."""
     path = store_path()
-    return json.loads(path.read_text()) if path.exists() else {}
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        return data
+    except (OSError, ValueError) as exc:
+        aside = path.with_name(f"tuned.damaged-{_dt.datetime.now():%Y%m%d-%H%M%S}.json")
+        path.replace(aside)
+        print(f"gemmlab: the tuning store {path} was damaged ({exc}); moved it to {aside} and started a new one",
+              file=sys.stderr)
+        return {}
 
 
 def remember(device: str, kernel: str, size: tuple[int, int, int], row: dict) -> None:
@@ -42,10 +56,7 @@ def remember(device: str, kernel: str, size: tuple[int, int, int], row: dict) ->
         "cublas_gflops": row["cublas_gflops"], "date": _dt.date.today().isoformat(),
         "source_hash": identity.code_hash(spec.path),
     }
-    path = store_path()
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    tmp.replace(path)
+    files.write_atomic(store_path(), json.dumps(data, indent=1))
 
 
 def remembered(device: str, kernel: str, size: tuple[int, int, int]) -> dict | None:
@@ -95,10 +106,11 @@ def tune(kernel: str, size: tuple[int, int, int] = (4096, 4096, 4096), progress:
     for cfg in tqdm(candidates(kernel, only), desc=f"tune {spec.name} at {'x'.join(map(str, size))}",
                     disable=not progress):
         try:
-            rows.append(bench.bench(spec, cfg, size, budget_s=budget_s).as_row())
+            row = bench.bench(spec, cfg, size, budget_s=budget_s).as_row()
         except (UnsupportedShape, bench.ValidationFailed) as exc:
             refused.append((cfg, str(exc)))
-    search = Search(spec.name, tuple(size), rows, refused)
-    if rows:
-        remember(facts.name, spec.name, tuple(size), search.best)
-    return search
+            continue
+        rows.append(row)
+        if row is max(rows, key=lambda r: r["gflops"]):     # saved as it goes: an interruption keeps it
+            remember(facts.name, spec.name, tuple(size), row)
+    return Search(spec.name, tuple(size), rows, refused)

@@ -30,6 +30,8 @@ def explorer(name: str, arch: str | None = None):
                 build = compile_kernel(spec, params, arch)
             except (IllegalConfig, CompileError) as exc:
                 print(f"refused: {exc}")
+                with result:          # nothing of another configuration stays on screen
+                    print("no measurement: this configuration is refused (above)")
                 return
             print(build.report())
         with result:
@@ -46,5 +48,6 @@ def explorer(name: str, arch: str | None = None):
     for control in (*sliders.values(), size):
         control.observe(update, names="value")
     update()
-    return w.VBox([w.HTML(f"<b>{spec.title}</b>: {spec.technique}"), w.HBox(list(sliders.values()) + [size]),
-                   report, result])
+    # many tunables wrap onto several rows instead of one row wider than the cell
+    controls = w.HBox(list(sliders.values()) + [size], layout=w.Layout(flex_flow="row wrap"))
+    return w.VBox([w.HTML(f"<b>{spec.title}</b>: {spec.technique}"), controls, report, result])

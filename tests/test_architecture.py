@@ -29,7 +29,7 @@ LAYERS = [
     ["plots", "roofline", "sass"],
     ["specs"],
     ["spec"],
-    ["course", "identity", "device", "cubin", "toolchain"],
+    ["course", "identity", "device", "cubin", "toolchain", "files"],
 ]
 LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}
 

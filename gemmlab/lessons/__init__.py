@@ -23,3 +23,9 @@ from .profiles import (show_hierarchical_roofline, show_issue_slots, show_little
                        show_stall_profile)
 from .register_tiles import (show_ffma_order, show_occupancy, show_outer_product, show_reuse, show_shared_loads,  # noqa: F401
                              show_steps, show_unroll_study, show_warp_tiling)
+
+# Every lesson answers a learner's mistake with a message, not a traceback (display.friendly).
+from .display import friendly as _friendly  # noqa: E402
+
+for _name in [n for n in dir() if n.startswith("show_") or n in ("exercise", "check", "hint", "solution", "progress")]:
+    globals()[_name] = _friendly(globals()[_name])

@@ -18,3 +18,24 @@ def table(header: list[str], rows: list[list]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def friendly(fn):
+    """A lesson that answers a learner's mistake (an unknown kernel, an illegal or unknown tunable,
+    a refused shape, nothing recorded) with its one-line message instead of a traceback."""
+    import functools
+
+    from .. import bench, records, registry
+    from ..exercises import NoExercise
+    from ..files import UnusableDirectory
+    from ..spec import IllegalConfig, UnsupportedShape
+    mistakes = (registry.UnknownKernel, IllegalConfig, UnsupportedShape, records.NotRecorded, records.StaleRecord,
+                UnusableDirectory, bench.TooLarge, NoExercise)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except mistakes as exc:
+            print(str(exc).splitlines()[0])
+    return wrapper
