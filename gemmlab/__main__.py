@@ -137,7 +137,9 @@ def cmd_sweep(args) -> int:
     return 0
 
 
-def cmd_tune(args) -> int:
+def _tune_plan(args) -> tuple[tuple, dict]:
+    """The size and the --only sets of a tune, checked before any GPU work: how many configurations,
+    about how long, and a refusal above --max."""
     from . import tune
     size = tuple(args.size) if args.size else (4096, 4096, 4096)
     only = {}
@@ -146,12 +148,25 @@ def cmd_tune(args) -> int:
         try:
             only[name] = {int(v) for v in values.split(",")}
         except ValueError:
-            raise SystemExit(f"--only expects NAME=V1,V2,..., got {pair!r}")
-    try:
-        search = tune.tune(args.kernel, size, only=only)
-    except IllegalConfig as exc:
-        print(exc, file=sys.stderr)
-        return 2
+            raise UsageError(f"--only expects NAME=V1,V2,... with whole numbers, got {pair!r}") from None
+    if args.sliders:                           # the values the chapter's sliders offer, unless --only says
+        only = {p.name: set(p.offered) for p in registry.get(args.kernel).params} | only
+    count = len(tune.candidates(args.kernel, only))
+    # about a second each: compile, validate, time against cuBLAS (measured: 60 configurations of
+    # 10_issue_rate in about a minute on the H100)
+    minutes = round(count / 60)
+    print(f"{count} configurations to try, about {minutes} minute{'s' if minutes > 1 else ''}" if count >= 60 else
+          f"{count} configurations to try, about {count} seconds")
+    if count > args.max:
+        raise UsageError(f"{count} configurations are more than --max {args.max}: narrow the search with --sliders "
+                         f"or --only NAME=V1,V2 (or raise --max if you mean it)")
+    return size, only
+
+
+def cmd_tune(args) -> int:
+    from . import tune
+    size, only = args.plan
+    search = tune.tune(args.kernel, size, only=only)
     spec = registry.get(args.kernel)
     for cfg, why in search.refused:
         print(f"refused {spec.config_label(cfg)}: {why}")
@@ -232,7 +247,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--size", nargs=3, type=_positive, metavar=("M", "N", "K"))
     p.add_argument("--only", action="append", metavar="NAME=V1,V2",
                    help="search only these values of a tunable (repeatable)")
-    p.add_argument("--top", type=int, default=15, help="how many of the best to list")
+    p.add_argument("--top", type=_positive, default=15, help="how many of the best to list")
+    p.add_argument("--sliders", action="store_true", help="only the values the chapter's sliders offer")
+    p.add_argument("--max", type=_positive, default=300,
+                   help="refuse a search of more configurations than this (default 300, about 5 minutes)")
     p.set_defaults(fn=cmd_tune)
     p = sub.add_parser("check", help="check a chapter's exercise: static checks anywhere, correctness and speed on a GPU")
     p.add_argument("kernel", help="chapter number or kernel name")
@@ -252,13 +270,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--memory", action="store_true", help="re-measure the memory latencies and bandwidths")
     p.set_defaults(fn=cmd_record)
     args = parser.parse_args(argv)
-    if args.command in ON_GPU and not device.available():
-        print(f"{args.command} needs a GPU: {device.why_unavailable()}", file=sys.stderr)
-        return 2
     from . import bench, records
     from .compile import CompileError
     from .files import UnusableDirectory
     try:
+        if args.command == "tune":
+            args.plan = _tune_plan(args)       # refused before asking for a GPU
+        if args.command in ON_GPU and not device.available():
+            print(f"{args.command} needs a GPU: {device.why_unavailable()}", file=sys.stderr)
+            return 2
         return args.fn(args)
     except (UsageError, IllegalConfig, UnsupportedShape, registry.UnknownKernel, CompileError, UnusableDirectory,
             bench.TooLarge, records.NotRecorded, records.StaleRecord) as exc:

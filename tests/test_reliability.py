@@ -151,6 +151,7 @@ BAD = [
     ["compile", "03", "-D", "BK=8"], ["check", "99"],
     ["bench", "03", "--size", "0", "5", "5"], ["bench", "03", "--size", "-1", "5", "5"], ["bench", "03", "--reps", "0"],
     ["run", "03", "--size", "5", "x", "5"],
+    ["tune", "10"], ["tune", "03", "--only", "TILE=x"], ["tune", "03", "--only", "TILE=48"], ["tune", "nope"],
 ]
 
 
