@@ -8,6 +8,7 @@ Profiles (Nsight Compute counters and stalls) exist only in the record: `record(
 """
 from __future__ import annotations
 
+import datetime as _dt
 import functools
 from typing import Callable
 
@@ -77,7 +78,7 @@ class Live:
 
     @property
     def label(self) -> str:
-        return f"measured now on {self.facts.name}"
+        return f"measured on {self.facts.name}, {_dt.date.today().isoformat()} (live)"
 
     label_with_reason = label
 

@@ -41,3 +41,14 @@ def test_notebooks_are_mostly_prose(path):
     prose = sum(len("".join(c["source"])) for c in cells if c["cell_type"] == "markdown")
     code = sum(len("".join(c["source"])) for c in cells if c["cell_type"] == "code")
     assert prose > 4 * code
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_saved_outputs_carry_no_progress_bar_and_no_undated_label(path):
+    """Opened before anything runs, a saved output must read sensibly: a frozen progress bar does
+    not, nor a "measured now" label on a machine that is not measuring."""
+    import nbformat
+    from gemmlab.notebooks import strip_progress
+    nb = nbformat.read(path, as_version=4)
+    assert strip_progress(nb) == 0
+    assert "measured now on" not in path.read_text()
