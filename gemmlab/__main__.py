@@ -152,8 +152,8 @@ def _tune_plan(args) -> tuple[tuple, dict]:
     if args.sliders:                           # the values the chapter's sliders offer, unless --only says
         only = {p.name: set(p.offered) for p in registry.get(args.kernel).params} | only
     count = len(tune.candidates(args.kernel, only))
-    # about a second each: compile, validate, time against cuBLAS (measured: 60 configurations of
-    # 10_issue_rate in about a minute on the H100)
+    # about a second each: compile, validate, time against cuBLAS (measured: chapter 10's 60 slider
+    # configurations in about a minute on the H100)
     minutes = round(count / 60)
     print(f"{count} configurations to try, about {minutes} minute{'s' if minutes > 1 else ''}" if count >= 60 else
           f"{count} configurations to try, about {count} seconds")

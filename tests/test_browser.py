@@ -1,0 +1,452 @@
+"""The course in a real browser: JupyterLab started as `make lab` starts it, driven by Chromium
+through Playwright. Three chapters run from top to bottom with no error, and chapter 03's explorer
+answers its sliders: a legal configuration shows a new result, a refused one shows only the refusal.
+
+Skips with a reason where JupyterLab, Playwright or Chromium is missing (nothing is downloaded at
+run time: Playwright drives the system's Chromium, Debian's package `chromium`). On a failure the
+page is kept as a screenshot in test-artifacts/ at the repository root."""
+from __future__ import annotations
+
+import contextlib
+import http.client
+import importlib.util
+import itertools
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+ARTIFACTS = ROOT / "test-artifacts"
+CHAPTERS = ["00_your_gpu.ipynb", "03_coalescing.ipynb", "11_last_wave.ipynb"]
+EXPLORER_CHAPTER = "03_coalescing.ipynb"
+REFUSED_TEXT = "no measurement: this configuration is refused (above)"
+
+# What the machine notes ask of a headless Chromium with no network: no background connections.
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SERVER_START_S = 90     # JupyterLab answering
+CHAPTER_RUN_S = 300     # one chapter's Run All, kernel start included
+WIDGET_S = 60           # the explorer recompiling after a slider moved
+
+pytestmark = pytest.mark.browser
+
+
+def _chromium() -> str | None:
+    for candidate in (os.environ.get("GEMMLAB_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _skip_reason() -> str | None:
+    if importlib.util.find_spec("jupyterlab") is None:
+        return "JupyterLab is not installed (`make env-lab` installs it)"
+    if importlib.util.find_spec("playwright") is None:
+        return "playwright is not installed (the test extra: `make env`)"
+    if _chromium() is None:
+        return "no Chromium at /usr/bin/chromium (Debian: apt-get install chromium)"
+    return None
+
+
+if _skip_reason():
+    pytest.skip(_skip_reason(), allow_module_level=True)
+
+from playwright.sync_api import Page, sync_playwright  # noqa: E402
+
+
+# ---------------------------------------------------------------- JupyterLab, as `make lab` starts it
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(port: int, path: str, timeout: float = 5.0) -> http.client.HTTPResponse:
+    """One GET, redirects not followed (a redirect to the login page is an answer)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    conn.request("GET", path)
+    response = conn.getresponse()
+    response.read()
+    conn.close()
+    return response
+
+
+class Lab:
+    def __init__(self, port: int, token: str, root: Path, process: subprocess.Popen, log: Path):
+        self.port, self.token, self.root, self.process, self.log = port, token, root, process, log
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}?token={self.token}"
+
+    def log_tail(self, chars: int = 4000) -> str:
+        return self.log.read_text(errors="replace")[-chars:]
+
+
+def _settings(folder: Path):
+    """User settings for a quiet, complete page: every cell attached to the DOM (no windowing, so
+    every output can be read off the page) and no news or update checks (no network here)."""
+    files = {
+        "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+        "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
+            {"fetchNews": "false", "checkForUpdates": False},
+    }
+    for name, values in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(json.dumps(values))
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    base = tmp_path_factory.mktemp("lab")
+    root = base / "notebooks"
+    shutil.copytree(NOTEBOOKS, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    _settings(base / "settings")
+    for folder in ("config", "data", "runtime", "ipython", "workspaces", "workspace"):
+        (base / folder).mkdir()
+    port, token = _free_port(), secrets.token_hex(24)
+    env = dict(os.environ,
+               JUPYTER_CONFIG_DIR=str(base / "config"),      # no user configuration or state:
+               JUPYTER_DATA_DIR=str(base / "data"),          # the venv's kernel and widget extension
+               JUPYTER_RUNTIME_DIR=str(base / "runtime"),    # are found under sys.prefix all the same
+               IPYTHONDIR=str(base / "ipython"),
+               GEMMLAB_WORKSPACE=str(base / "workspace"),    # exercises' copies stay out of the repo
+               PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    # `make lab`: jupyter lab --ip=127.0.0.1 --notebook-dir=notebooks, a token, no browser of its own
+    command = [sys.executable, "-m", "jupyterlab", "--ip=127.0.0.1", f"--port={port}",
+               "--ServerApp.port_retries=0", "--no-browser", f"--ServerApp.root_dir={root}",
+               f"--IdentityProvider.token={token}",
+               "--LabApp.expose_app_in_browser=True",           # window.jupyterapp, to run commands
+               f"--LabApp.user_settings_dir={base / 'settings'}",
+               f"--LabApp.workspaces_dir={base / 'workspaces'}"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        command.append("--allow-root")
+    log = base / "jupyterlab.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(command, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    server = Lab(port, token, root, process, log)
+    try:
+        deadline = time.monotonic() + SERVER_START_S
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"JupyterLab exited ({process.returncode}) before answering:\n{server.log_tail()}")
+            try:
+                if _get(port, f"/api/status?token={token}").status == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"JupyterLab did not answer in {SERVER_START_S} s:\n{server.log_tail()}")
+            time.sleep(0.5)
+        yield server
+    finally:
+        _stop(server)
+
+
+def _stop(server: Lab):
+    """The server's own shutdown (it stops its kernels), then SIGTERM, then SIGKILL, to its process only."""
+    process = server.process
+    if process.poll() is None:
+        with contextlib.suppress(OSError):
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+            conn.request("POST", f"/api/shutdown?token={server.token}")
+            conn.getresponse().read()
+            conn.close()
+        for sig in (None, signal.SIGTERM, signal.SIGKILL):
+            if sig is not None and process.poll() is None:
+                process.send_signal(sig)
+            try:
+                process.wait(timeout=15)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+
+
+# ---------------------------------------------------------------- Chromium, through Playwright
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as p:
+        # a fresh, temporary profile: Playwright makes one per launch
+        chromium = p.chromium.launch(executable_path=_chromium(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture(scope="module")
+def context(browser):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        yield ctx
+    finally:
+        ctx.close()
+
+
+def _screenshot(page: Page, label: str) -> Path | None:
+    """Keep the page as it is now, whole, in test-artifacts/ (never raises: it serves a failure)."""
+    try:
+        ARTIFACTS.mkdir(exist_ok=True)
+        path = ARTIFACTS / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', label)}.png"
+        page.screenshot(path=str(path), full_page=True, timeout=20_000)
+        return path
+    except Exception:  # noqa: BLE001
+        return None
+
+
+@contextlib.contextmanager
+def step(page: Page, label: str):
+    """A step of a test: on any failure the page is kept as test-artifacts/<label>.png."""
+    try:
+        yield
+    except BaseException as exc:
+        path = _screenshot(page, label)
+        if path is not None and hasattr(exc, "add_note"):
+            exc.add_note(f"screenshot: {path}")
+        raise
+
+
+# ---------------------------------------------------------------- a chapter, run all
+
+# The notebook on the page, read off JupyterLab's own model: kernel state, each code cell's
+# execution count and its error outputs.
+STATE_JS = """(name) => {
+  const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  if (!w || !w.context || w.context.path !== name || !w.content || !w.content.widgets) return null;
+  const kernel = w.sessionContext.session && w.sessionContext.session.kernel;
+  const cells = w.content.widgets.filter(c => c.model.type === 'code');
+  const errors = [];
+  cells.forEach((c, i) => {
+    for (const o of c.model.outputs.toJSON()) {
+      if (o.output_type === 'error') errors.push(`cell ${i}: ${o.ename}: ${o.evalue}`);
+      const text = Array.isArray(o.text) ? o.text.join('') : (o.text || '');
+      if (o.output_type === 'stream' && o.name === 'stderr' && text.includes('Traceback'))
+        errors.push(`cell ${i}: stderr: ${text.slice(-1500)}`);
+    }
+  });
+  return {
+    kernel: kernel ? kernel.status : null,
+    busy: w.sessionContext.kernelDisplayStatus,
+    counts: cells.map(c => c.model.executionCount),
+    running: cells.filter(c => c.promptNode && c.promptNode.textContent.includes('*')).length,
+    errors,
+  };
+}"""
+
+
+def _state(page: Page, name: str):
+    return page.evaluate(STATE_JS, name)
+
+
+def _wait_ready(page: Page, name: str):
+    """The notebook open and its kernel started and idle."""
+    deadline = time.monotonic() + CHAPTER_RUN_S
+    while True:
+        state = _state(page, name)
+        if state and state["kernel"] == "idle":
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{name}: no idle kernel after {CHAPTER_RUN_S} s: {state}")
+        page.wait_for_timeout(250)
+
+
+def _wait_all_run(page: Page, name: str) -> dict:
+    """Until every code cell has an execution count and the kernel is idle (seen twice, half a
+    second apart); fails at once on an error output (Run All stops at the first error)."""
+    deadline = time.monotonic() + CHAPTER_RUN_S
+    settled = 0
+    while True:
+        state = _state(page, name)
+        assert state is not None, f"{name} is no longer the current notebook"
+        assert not state["errors"], f"{name}: error output while running:\n" + "\n".join(state["errors"])
+        done = (state["kernel"] == "idle" and state["running"] == 0
+                and all(count is not None for count in state["counts"]))
+        settled = settled + 1 if done else 0
+        if settled >= 2:
+            return state
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{name}: not done after {CHAPTER_RUN_S} s: {state}")
+        page.wait_for_timeout(500)
+
+
+def _dom_errors(page: Page) -> list[str]:
+    """Error outputs as the page shows them (every cell is attached: windowing is off)."""
+    texts = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').all_inner_texts()
+    return [t[-1500:] for t in texts if "Traceback" in t]
+
+
+class Chapters:
+    """Each chapter opened in its own tab and run all once per module; the explorer test reuses 03."""
+
+    def __init__(self, lab: Lab, context):
+        self.lab, self.context, self.pages, self.states = lab, context, {}, {}
+
+    def run(self, name: str) -> tuple[Page, dict]:
+        if name in self.pages:
+            return self.pages[name], self.states[name]
+        page = self.context.new_page()
+        self.pages[name] = page
+        label = Path(name).stem
+        with step(page, f"{label}-open"):
+            page.goto(self.lab.url(f"/lab/tree/{name}"), wait_until="domcontentloaded")
+            page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started", timeout=60_000)
+            page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
+            _wait_ready(page, name)
+        with step(page, f"{label}-run-all"):
+            # outputs and counts of the recorded run go first, so that only this run's are read
+            page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+            page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+            state = _wait_all_run(page, name)
+        with step(page, f"{label}-outputs"):
+            counts = state["counts"]
+            assert counts == sorted(counts) and len(set(counts)) == len(counts), \
+                f"{name}: cells ran out of order or not at all this run: {counts}"
+            assert not state["errors"], "\n".join(state["errors"])
+            assert not _dom_errors(page), f"{name}: error shown on the page:\n" + "\n".join(_dom_errors(page))
+        self.states[name] = state
+        return page, state
+
+    def close(self):
+        for page in self.pages.values():
+            with contextlib.suppress(Exception):
+                page.close()
+
+
+@pytest.fixture(scope="module")
+def chapters(lab, context):
+    opened = Chapters(lab, context)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+# ---------------------------------------------------------------- the tests
+
+def test_api_refuses_a_request_without_the_token(lab):
+    refused = _get(lab.port, "/api/contents")
+    assert refused.status == 403 or (refused.status in (301, 302, 303, 307, 308)
+                                     and "login" in (refused.getheader("Location") or "")), \
+        f"/api/contents without the token answered {refused.status}"
+    assert _get(lab.port, f"/api/contents?token={lab.token}").status == 200, "and with it, it must answer"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_chapter_runs_all_without_error(chapters, name):
+    page, state = chapters.run(name)
+    assert state["counts"], f"{name} has no code cell"
+
+
+# ---------------------------------------------------------------- chapter 03's explorer
+
+def _explorer_route() -> tuple[list[tuple[str, int]], dict, dict]:
+    """From the defaults, one slider step to a legal configuration, then one step to a refused one:
+    the moves as (slider description, +1 right / -1 left), and the two configurations."""
+    from gemmlab import registry
+
+    spec = registry.get(EXPLORER_CHAPTER[:2])
+    params = list(spec.params)
+    start = {p.name: p.default for p in params}
+
+    def neighbours(config):
+        for p, move in itertools.product(params, (-1, +1)):
+            i = list(p.offered).index(config[p.name]) + move
+            if 0 <= i < len(p.offered):
+                yield (p.name, move), {**config, p.name: p.offered[i]}
+
+    for first, legal in neighbours(start):
+        if not spec.is_legal(legal):
+            continue
+        for second, refused in neighbours(legal):
+            if not spec.is_legal(refused):
+                return [first, second], legal, refused
+    raise AssertionError(f"{spec.name}: no refused configuration two slider steps from {start}")
+
+
+def _explorer(page: Page, descriptions):
+    """The explorer's widget box: the one with a slider for each tunable and one for the size."""
+    box = page.locator(".jp-OutputArea-output .widget-vbox")
+    for description in [*descriptions, "M=N=K"]:
+        box = box.filter(has=page.locator(".widget-label", has_text=re.compile(rf"^{re.escape(description)}$")))
+    box.first.wait_for(timeout=WIDGET_S * 1000)
+    return box.first
+
+
+def _slider(explorer, description: str):
+    row = explorer.locator(".widget-slider").filter(
+        has=explorer.page.locator(".widget-label", has_text=re.compile(rf"^{re.escape(description)}$")))
+    return row.first
+
+
+def _areas(explorer):
+    """The explorer's two output areas: the compile report, then the result."""
+    outputs = explorer.locator(":scope > .widget-output")
+    assert outputs.count() == 2, f"expected the report and the result areas, found {outputs.count()}"
+    return outputs.nth(0), outputs.nth(1)
+
+
+def _move(explorer, description: str, move: int):
+    slider = _slider(explorer, description)
+    before = slider.locator(".widget-readout").inner_text()
+    handle = slider.locator(".noUi-handle")
+    handle.focus()
+    handle.press("ArrowRight" if move > 0 else "ArrowLeft")
+    explorer.page.wait_for_function(
+        "([el, before]) => el.textContent.trim() !== before.trim()",
+        arg=[slider.locator(".widget-readout").element_handle(), before], timeout=10_000)
+    return slider.locator(".widget-readout").inner_text()
+
+
+def _wait_text(area, predicate, what: str, timeout: float = WIDGET_S) -> str:
+    """The area's text once predicate holds for it; fails with what, and the text, after timeout s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = area.inner_text().strip()
+        if predicate(text):
+            return text
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}; after {timeout:g} s the area shows:\n{text!r}")
+        area.page.wait_for_timeout(250)
+
+
+def test_explorer_answers_its_sliders(chapters):
+    (first, second), legal, refused = _explorer_route()
+    page, _ = chapters.run(EXPLORER_CHAPTER)
+
+    with step(page, "03-explorer-found"):
+        explorer = _explorer(page, legal)
+        explorer.scroll_into_view_if_needed()
+        report, result = _areas(explorer)
+        start_result = _wait_text(result, bool, "the explorer shows no result for the defaults")
+        start_report = report.inner_text().strip()
+        assert "refused" not in start_report, f"the defaults are refused: {start_report}"
+
+    with step(page, "03-explorer-legal"):
+        shown = _move(explorer, *first)
+        assert shown.strip() == str(legal[first[0]]), f"{first[0]} shows {shown}, not {legal[first[0]]}"
+        new_result = _wait_text(result, lambda t: t and t != start_result and "refused" not in t,
+                                f"the result did not change after {first[0]} -> {legal[first[0]]} ({legal})")
+        assert "refused" not in report.inner_text(), f"{legal} is legal, yet: {report.inner_text()}"
+
+    with step(page, "03-explorer-refused"):
+        shown = _move(explorer, *second)
+        assert shown.strip() == str(refused[second[0]]), f"{second[0]} shows {shown}, not {refused[second[0]]}"
+        _wait_text(report, lambda t: "refused" in t, f"the report does not say refused for {refused}")
+        # the report says refused first; the result area follows in the same update
+        text = _wait_text(result, lambda t: t != new_result and "TFLOP/s" not in t,
+                          f"the result of {legal} stayed on screen after moving to {refused}", timeout=15)
+        assert text == REFUSED_TEXT, f"the result area of refused {refused} shows {text!r}"
+        assert result.locator("img").count() == 0, "a chart of another configuration stayed on screen"
