@@ -34,6 +34,8 @@ def explorer(name: str, arch: str | None = None):
                     print("no measurement: this configuration is refused (above)")
                 return
             print(build.report())
+            if build.resources.spills:
+                print("note: this configuration spills registers to local memory; expect it to be slower")
         with result:
             try:
                 row = src.result(spec, build.params, size.value)
