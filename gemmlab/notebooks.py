@@ -49,6 +49,8 @@ def execute(paths: list[str], timeout: int = 1800) -> int:
             failures += 1
             print(f"FAILED {path}: {type(exc).__name__}: {str(exc)[-2000:]}")
         strip_progress(nb)
+        # what JupyterLab writes for ipykernel: another name would mark the notebook changed on opening
+        nb.metadata.setdefault("kernelspec", {})["display_name"] = "Python 3 (ipykernel)"
         nbformat.write(nb, path)
         print(f"executed {path} in {time.time() - started:.0f} s")
     return 1 if failures else 0

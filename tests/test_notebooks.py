@@ -52,3 +52,11 @@ def test_saved_outputs_carry_no_progress_bar_and_no_undated_label(path):
     nb = nbformat.read(path, as_version=4)
     assert strip_progress(nb) == 0
     assert "measured now on" not in path.read_text()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_kernel_is_named_as_jupyterlab_names_it(path):
+    """JupyterLab renames a kernelspec it does not recognise on opening, and marks the notebook
+    changed (seen in tests/test_browser.py's Chromium); ipykernel's name is 'Python 3 (ipykernel)'."""
+    assert json.loads(path.read_text())["metadata"]["kernelspec"] == {
+        "display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
