@@ -123,3 +123,31 @@ def test_unsupported_grid_is_refused_not_launched():
     spec = registry.get("01_naive")
     with pytest.raises(UnsupportedShape, match="grid-y-limit"):
         spec.launch(spec.defaults, Problem(32 * 65536, 1, 1))
+
+
+FUZZ_SHAPES = 200
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_fuzz_random_shapes_give_no_wrong_answer(name):
+    """FUZZ_SHAPES random problems per kernel at its defaults: M, N, K in 1..600, leading dimensions
+    padded by 0-7 floats, alpha and beta random (beta = 0 a quarter of the time). Each is computed right
+    or refused by the rule it breaks; the count of each is printed for the record."""
+    import random
+    rng = random.Random(f"fuzz-{name}")           # the same shapes every run: a failure can be replayed
+    kernel = bench.Kernel(name, {})
+    right = refused = 0
+    for _ in range(FUZZ_SHAPES):
+        M, N, K = (rng.randint(1, 600) for _ in range(3))
+        problem = Problem(M, N, K, lda=K + rng.randint(0, 7), ldb=N + rng.randint(0, 7), ldc=N + rng.randint(0, 7),
+                          alpha=rng.uniform(-2, 2), beta=0.0 if rng.random() < 0.25 else rng.uniform(-2, 2))
+        try:
+            check = kernel.validate(problem, seed=rng.randint(0, 2**31))
+        except UnsupportedShape as exc:
+            assert exc.rule, problem
+            refused += 1
+            continue
+        assert check.ok, f"{name}: {problem}: {check}"
+        right += 1
+    print(f"fuzz {name}: {right} right, {refused} refused by a rule, 0 wrong of {FUZZ_SHAPES}")
+    assert right >= FUZZ_SHAPES // 10, "most shapes must run, not be refused"
