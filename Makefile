@@ -34,7 +34,7 @@ endif
 PIP_SOURCE = $(if $(WHEELHOUSE),--no-index --find-links $(abspath $(WHEELHOUSE)),)
 STAMP = $(VENV)/.gemmlab-$(subst $(comma),-,$(EXTRAS))$(if $(REUSE_SYSTEM),-system,)
 
-.PHONY: lab test env env-lab clean-env gpu-session
+.PHONY: lab test env env-lab env-browser clean-env gpu-session
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,10 @@ env: $(STAMP)
 
 env-lab: env
 	@$(PY) -c 'import jupyterlab' 2>/dev/null || $(PIP) install -q $(PIP_SOURCE) -e ".[$(EXTRAS),test,lab]"
+
+# JupyterLab and Playwright, for the browser test (CI runs it; it skips without them)
+env-browser: env-lab
+	@$(PY) -c 'import playwright' 2>/dev/null || $(PIP) install -q $(PIP_SOURCE) -e ".[$(EXTRAS),test,lab,browser]"
 
 lab: env-lab
 	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root,)

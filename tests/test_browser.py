@@ -53,7 +53,7 @@ def _skip_reason() -> str | None:
     if importlib.util.find_spec("jupyterlab") is None:
         return "JupyterLab is not installed (`make env-lab` installs it)"
     if importlib.util.find_spec("playwright") is None:
-        return "playwright is not installed (the test extra: `make env`)"
+        return "playwright is not installed (the browser extra: `make env-browser`)"
     if _chromium() is None:
         return "no Chromium at /usr/bin/chromium (Debian: apt-get install chromium)"
     return None
