@@ -90,20 +90,9 @@ def _one(rows: list[dict], what: str) -> dict:
 
 
 def _stall_row(profile: dict, sm_count: int) -> dict:
-    """A profile flattened: its numbers and stall reasons, the FFMAs' share of the issued
-    instructions, and warp FFMAs and shared wavefronts per SM cycle."""
+    """A profile flattened: its numbers and stall reasons, and what they give (records.profile_figures)."""
     row = {k: v for k, v in profile.items() if k != "stalls"} | profile["stalls"]
-    if profile.get("instructions") and "ffma_thread_instructions" in profile:
-        row["ffma_share"] = profile["ffma_thread_instructions"] / 32 / profile["instructions"]
-    if "dram_bytes_read" in profile:
-        row["dram_bytes"] = profile["dram_bytes_read"] + profile["dram_bytes_written"]
-    if "duration_ns" in profile:
-        row["gflops"] = 2 * profile["size"] ** 3 / profile["duration_ns"]
-    if "sm_cycles_elapsed" in profile:
-        sm_cycles = sm_count * profile["sm_cycles_elapsed"]
-        row["ffma_per_sm_cycle"] = profile["ffma_thread_instructions"] / 32 / sm_cycles
-        row["shared_per_sm_cycle"] = profile["shared_wavefronts"] / sm_cycles
-    return row
+    return row | records.profile_figures(profile, sm_count)
 
 
 def _counter_row(entry: dict) -> dict:

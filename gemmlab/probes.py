@@ -9,7 +9,7 @@ import hashlib
 import numpy as np
 
 from . import compile as compiler
-from . import device
+from . import device, files
 from .spec import KERNEL_DIR
 
 SOURCE = KERNEL_DIR / "probes" / "memory.cu"
@@ -35,7 +35,7 @@ def _module(cp, arch: str):
     image = compile_probe(arch)
     path = compiler.cache_dir() / f"probes-{arch}-{hashlib.sha256(image).hexdigest()[:16]}.cubin"
     if not path.exists():
-        compiler.files.write_atomic(path, image)
+        files.write_atomic(path, image)
     return cp.RawModule(path=str(path))
 
 

@@ -31,6 +31,25 @@ COUNTERS = {
 }
 
 
+def profile_figures(profile: dict, sm_count: int | None = None) -> dict[str, float]:
+    """What a profile's counters give, where it has them: the FFMAs' share of the issued
+    instructions, DRAM bytes (read + written), the launch's GFLOP/s, and warp FFMAs and
+    shared-memory wavefronts per SM cycle (peaks 4 and 1; given the GPU's SM count). Figures and
+    lessons both read these."""
+    out = {}
+    if profile.get("instructions") and "ffma_thread_instructions" in profile:
+        out["ffma_share"] = profile["ffma_thread_instructions"] / 32 / profile["instructions"]
+    if "dram_bytes_read" in profile:
+        out["dram_bytes"] = profile["dram_bytes_read"] + profile["dram_bytes_written"]
+    if "duration_ns" in profile:
+        out["gflops"] = 2 * profile["size"] ** 3 / profile["duration_ns"]
+    if sm_count and "sm_cycles_elapsed" in profile:
+        sm_cycles = sm_count * profile["sm_cycles_elapsed"]
+        out["ffma_per_sm_cycle"] = profile["ffma_thread_instructions"] / 32 / sm_cycles
+        out["shared_per_sm_cycle"] = profile["shared_wavefronts"] / sm_cycles
+    return out
+
+
 class StaleRecord(LookupError):
     pass
 

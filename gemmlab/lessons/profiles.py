@@ -70,15 +70,12 @@ def show_profile(name: str) -> None:
         return _missing(rec, f"profiles of {name}")
     body = []
     for caption, p in rows:
-        rates = pipe_rates(p, rec.device["sm_count"])
-        dram = p.get("dram_bytes_read", 0) + p.get("dram_bytes_written", 0)
-        level = lambda key, scale, fmt: fmt.format(p[key] / scale) if key in p else "-"
-        body.append([caption,
-                     f"{_flops(p) / p['duration_ns'] / 1e3:.1f}" if "duration_ns" in p else "-",
-                     f"{p['issued_per_scheduler']:.2f}", level("warps_per_scheduler", 1, "{:.1f}"),
-                     f"{p['ffma_thread_instructions'] / 32 / p['instructions']:.2f}" if p.get("instructions") else "-",
-                     *(f"{rates[k]:.2f}" if k in rates else "-" for k in ("ffma", "shared")),
-                     level("l2_bytes", 1e9, "{:.1f}"), f"{dram / 1e9:.2f}" if "dram_bytes_read" in p else "-"])
+        f = records.profile_figures(p, rec.device["sm_count"])
+        shown = lambda values, key, scale, fmt: fmt.format(values[key] / scale) if key in values else "-"
+        body.append([caption, shown(f, "gflops", 1e3, "{:.1f}"), f"{p['issued_per_scheduler']:.2f}",
+                     shown(p, "warps_per_scheduler", 1, "{:.1f}"), shown(f, "ffma_share", 1, "{:.2f}"),
+                     shown(f, "ffma_per_sm_cycle", 1, "{:.2f}"), shown(f, "shared_per_sm_cycle", 1, "{:.2f}"),
+                     shown(p, "l2_bytes", 1e9, "{:.1f}"), shown(f, "dram_bytes", 1e9, "{:.2f}")])
     size = rows[0][1]["size"]
     markdown(table(["kernel", "TFLOP/s under ncu", "issued per cycle per scheduler", "warps per scheduler",
                     "FFMA share of instructions", "FFMAs per SM cycle (of 4)", "shared wavefronts per SM cycle (of 1)",
@@ -88,14 +85,6 @@ def show_profile(name: str) -> None:
              f"bytes); the chart: cycles a warp spent stalled per instruction it issued, by reason. *{rec.label}*")
     plots.stall_stack([caption for caption, _ in rows], [p for _, p in rows],
                       [r for r in records.STALL_REASONS if r != "not_selected"], rec.label)
-
-
-def pipe_rates(p: dict, sm_count: int) -> dict[str, float]:
-    """Warp FFMAs and shared-memory wavefronts per SM per cycle of the launch (peaks: 4 and 1)."""
-    if "sm_cycles_elapsed" not in p:
-        return {}
-    sm_cycles = sm_count * p["sm_cycles_elapsed"]
-    return {"ffma": p["ffma_thread_instructions"] / 32 / sm_cycles, "shared": p["shared_wavefronts"] / sm_cycles}
 
 
 def ceilings(rec) -> dict[str, float]:
@@ -114,7 +103,7 @@ def intensities(p: dict) -> dict[str, float]:
     """FLOP per byte each level moved in the profiled launch (shared: wavefronts x 128 bytes)."""
     out = {}
     if "dram_bytes_read" in p:
-        out["DRAM"] = _flops(p) / (p["dram_bytes_read"] + p["dram_bytes_written"])
+        out["DRAM"] = _flops(p) / records.profile_figures(p)["dram_bytes"]
     if "l2_bytes" in p:
         out["L2"] = _flops(p) / p["l2_bytes"]
     if "shared_wavefronts" in p and p["shared_wavefronts"]:
@@ -132,7 +121,7 @@ def show_hierarchical_roofline(name: str) -> None:
         return _missing(rec, f"per-level traffic for {name}")
     roofs = ceilings(rec)
     peak = rec.device["peak_fp32_tflops"] * 1e3
-    points = [(caption, intensities(p), _flops(p) / p["duration_ns"]) for caption, p in rows]
+    points = [(caption, intensities(p), records.profile_figures(p)["gflops"]) for caption, p in rows]
     body = []
     for caption, levels, gflops in points:
         bound = {level: min(peak, roofs[level] * x) for level, x in levels.items() if level in roofs}
@@ -156,16 +145,17 @@ def issue_slots(rec, rows: list[tuple[str, dict]]) -> list[dict]:
     peak = d["peak_fp32_tflops"] * 1e3
     out = []
     for caption, p in rows:
-        if not p.get("instructions"):
+        f = records.profile_figures(p, d["sm_count"])
+        if "ffma_share" not in f:
             continue
-        ffma_share = p["ffma_thread_instructions"] / 32 / p["instructions"]
+        ffma_share = f["ffma_share"]
         clock = p["clock_hz"] / (d["clock_mhz"] * 1e6) if "clock_hz" in p else None
         active = p["sm_cycles_active"] / p["sm_cycles_elapsed"] if "sm_cycles_active" in p else None
         product = peak * p["issued_per_scheduler"] * ffma_share * (clock or 1.0) * (active or 1.0)
         timed = _timed_gflops(rec, p)
         out.append({"caption": caption, "size": p["size"], "clock": clock, "active": active,
                     "issue": p["issued_per_scheduler"], "ffma_share": ffma_share, "product": product,
-                    "profiled": _flops(p) / p["duration_ns"] if "duration_ns" in p else None, "timed": timed})
+                    "profiled": f.get("gflops"), "timed": timed})
     return out
 
 
