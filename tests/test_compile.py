@@ -150,3 +150,18 @@ def test_occupancy_budget_adds_up(name):
         assert occ.limits["shared memory"] == b["shared_per_sm"] // b["shared_per_block"]
     assert occ.blocks_per_sm == min(occ.limits.values()) == occ.limits[occ.limited_by]
     assert occ.warps_per_sm == occ.blocks_per_sm * warps
+
+
+def test_unrolling_the_pipeline_k_loop_scales_its_ffmas():
+    """What 09's unroll study shows, minus the exact instruction counts: those come from ptxas at the
+    255-register limit and moved by one instruction on a CI host with the same NVRTC wheel (so that
+    notebook cell's output is not compared). The hot loop holds KUNROLL x 128 FFMAs, they are most
+    of it, and the shared loads grow with them."""
+    spec = KERNELS["09_pipeline"]
+    hot = {u: sass.hot_region(compile_kernel(spec, {"KUNROLL": u})) for u in (4, 8, 16)}
+    for u, ops in hot.items():
+        ffma = sum(op.startswith("FFMA") for op in ops)
+        assert ffma == 128 * u
+        assert ffma / len(ops) > 0.8
+    loads = [sum(op.startswith("LDS") for op in hot[u]) for u in (4, 8, 16)]
+    assert loads[0] < loads[1] < loads[2]
