@@ -108,10 +108,18 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def _problem(size, ld=None) -> Problem:
+    """The shape from --size, with the leading dimensions from --ld (rows padded) if given."""
+    try:
+        return Problem(*size, *(ld or ()))
+    except ValueError as exc:
+        raise UsageError(f"--ld: {exc}; each leading dimension is at least its row (K for A, N for B and C)") from None
+
+
 def cmd_run(args) -> int:
     """One launch on fresh random inputs, then validation: what a profiler wraps."""
     from . import bench
-    ops = bench.Operands.random(Problem(*(args.size or (2048, 2048, 2048))))
+    ops = bench.Operands.random(_problem(args.size or (2048, 2048, 2048), args.ld))
     if args.kernel == "cublas":   # the baseline, for profiling it the same way
         bench.cublas_sgemm(ops)
         label = "cuBLAS FP32"
@@ -237,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("kernel", help="a kernel, or 'cublas' for the baseline")
     p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE")
     p.add_argument("--size", nargs=3, type=_positive, metavar=("M", "N", "K"))
+    p.add_argument("--ld", nargs=3, type=_positive, metavar=("LDA", "LDB", "LDC"),
+                   help="row strides of A, B and C in floats (default: the rows are packed)")
     p.set_defaults(fn=cmd_run)
     p = sub.add_parser("sweep", help="every configuration the sliders offer, at one size (GPU)")
     p.add_argument("kernel")

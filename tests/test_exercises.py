@@ -163,3 +163,15 @@ def test_the_gpu_half_runs_apart_and_survives_a_hang_or_a_crash(outcome, monkeyp
         assert not verdict.passed and "ILLEGAL_ADDRESS" in text and "compute-sanitizer" in text
     else:
         assert verdict.passed and verdict.summary == "PASS on a test GPU" and verdict.tflops == 40.0
+
+
+@pytest.mark.gpu
+def test_a_warp_tile_index_mistake_shows_only_on_the_gpu(tmp_path):
+    """08's lane-to-patch mapping transposed: the SASS has the same instructions, so the static checks
+    pass; the GPU check finds the wrong results."""
+    path = _planted("08_warp_tiling", "lr = lane / (WSUBN / TN), lc = lane % (WSUBN / TN)",
+                    "lr = lane % (WSUBN / TN), lc = lane / (WSUBN / TN)", tmp_path)
+    assert exercises.check("08", path, gpu=False).passed, "nothing a static check can see"
+    verdict = exercises.check("08", path)
+    failed = [text for ok, text in verdict.lines if not ok]
+    assert len(failed) == 1 and failed[0].startswith("wrong results at")
