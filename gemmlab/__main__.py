@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 
 from . import device, registry
@@ -37,11 +36,25 @@ def _positive(text: str) -> int:
 
 
 def _arch(text: str) -> str:
-    from .compile import ARCHS
-    if not re.fullmatch(r"sm_\d{2,3}a?", text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not an architecture; write it like sm_90 (the course tests "
-                                         f"{', '.join(ARCHS)})")
-    return text
+    from . import arch
+    try:
+        return arch.get(text).name
+    except arch.UnknownArch as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def cmd_archs(args) -> int:
+    """Each kernel compiled for every architecture gemmlab knows, or the rule that refuses it."""
+    from . import support
+    rows = support.matrix(args.kernel or None, args.arch or None, _defines(args.define) or None)
+    names = [c.arch for c in rows[0]]
+    width = max(24, *(len(c.text) + 2 for row in rows for c in row))
+    print(f"{'kernel':<20}" + "".join(f"{a:<{width}}" for a in names))
+    for row in rows:
+        print(f"{row[0].kernel:<20}" + "".join(f"{c.text:<{width}}" for c in row))
+    for detail in dict.fromkeys(c.detail for row in rows for c in row if not c.runs):
+        print(f"  {detail}")
+    return 0
 
 
 def cmd_info(args) -> int:
@@ -226,6 +239,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gemmlab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="the GPU (or 'no GPU') and toolchain versions").set_defaults(fn=cmd_info)
+    p = sub.add_parser("archs", help="which kernels compile for which GPU architecture, and the rules that refuse")
+    p.add_argument("kernel", nargs="*", help="kernels (default: all)")
+    p.add_argument("--arch", action="append", type=_arch, help="an architecture (default: all gemmlab knows)")
+    p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE", help="set a tunable (one kernel)")
+    p.set_defaults(fn=cmd_archs)
     for name, fn, help_ in (("compile", cmd_compile, "compile and print the resource report"),
                             ("sass", cmd_sass, "instruction mix (or --full disassembly)")):
         p = sub.add_parser(name, help=help_)

@@ -15,11 +15,11 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import cubin, files, registry, sass, toolchain
+from . import arch as archs, cubin, files, registry, sass, toolchain
 from .spec import KernelSpec, Params
 
-DEFAULT_ARCH = "sm_90"
-ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")
+DEFAULT_ARCH = archs.DEFAULT
+ARCHS = tuple(archs.ARCHS)
 BASE_OPTIONS = ("-std=c++17", "--ptxas-options=-v")
 
 
@@ -33,16 +33,6 @@ class CompileError(RuntimeError):
         first = errors[0] if errors else log.strip().splitlines()[0] if log.strip() else "unknown error"
         super().__init__(f"{kernel} ({registry.KERNELS[kernel].config_label(params) if kernel in registry.KERNELS else ''}) "
                          f"failed to compile for {arch}: {first}\n{log}")
-
-
-# Per-SM limits used by the occupancy estimate: (max threads, max blocks, usable shared bytes).
-_SM_LIMITS = {
-    "sm_80": (2048, 32, 164 * 1024),
-    "sm_86": (1536, 16, 100 * 1024),
-    "sm_89": (1536, 24, 100 * 1024),
-    "sm_90": (2048, 32, 228 * 1024),
-}
-_REGS_PER_SM = 65536
 
 
 @dataclass(frozen=True)
@@ -100,27 +90,38 @@ class Occupancy:
     def fraction(self) -> float:
         return self.warps_per_sm / self.max_warps_per_sm
 
+    def shared_need(self) -> str:
+        """'<tiles> B + 1 KiB reserved = <total> B': a block's shared memory as the SM counts it."""
+        b = self.budget
+        reserved = b["reserved_per_block"]
+        return (f"{b['shared_per_block'] - reserved} B + "
+                + (f"{reserved // 1024} KiB reserved" if reserved else "nothing reserved")
+                + f" = {b['shared_per_block']} B")
+
 
 def occupancy(resources: Resources, threads: int, arch: str, dynamic_smem: int = 0) -> Occupancy:
-    """Blocks resident per SM from registers, shared memory and thread limits (the CUDA
-    occupancy calculator's rules: registers allocated per warp in units of 256)."""
-    max_threads, max_blocks, smem_per_sm = _SM_LIMITS.get(arch, _SM_LIMITS[DEFAULT_ARCH])
+    """Blocks resident per SM from registers, shared memory and thread limits of `arch` (the CUDA
+    occupancy calculator's rules: registers allocated per warp in units of 256, and on sm_80 and
+    newer 1 KiB of shared memory reserved per block). UnknownArch for an architecture not in arch.py."""
+    a = archs.get(arch)
     warps = -(-threads // 32)
-    regs_per_warp = -(-max(resources.registers, 1) * 32 // 256) * 256
+    regs_per_warp = -(-max(resources.registers, 1) * 32 // a.register_unit) * a.register_unit
     limits = {
-        "threads": max_threads // (warps * 32),
-        "blocks": max_blocks,
-        "registers": (_REGS_PER_SM // regs_per_warp) // warps,
+        "threads": a.max_threads_per_sm // (warps * 32),
+        "blocks": a.max_blocks_per_sm,
+        "registers": (a.registers_per_sm // regs_per_warp) // warps,
     }
     smem = resources.static_smem + dynamic_smem
     if smem:
-        limits["shared memory"] = smem_per_sm // (smem + 1024)  # 1 KiB reserved per block
+        limits["shared memory"] = a.shared_per_sm // (smem + a.reserved_shared_per_block)
     limited_by = min(limits, key=limits.get)
     blocks = limits[limited_by]
-    budget = {"threads_per_sm": max_threads, "blocks_per_sm": max_blocks, "registers_per_sm": _REGS_PER_SM,
-              "shared_per_sm": smem_per_sm, "warps_per_block": warps, "registers_per_warp": regs_per_warp,
-              "shared_per_block": smem + 1024 if smem else 0}
-    return Occupancy(blocks, blocks * warps, max_threads // 32, limited_by, limits, budget)
+    budget = {"threads_per_sm": a.max_threads_per_sm, "blocks_per_sm": a.max_blocks_per_sm,
+              "registers_per_sm": a.registers_per_sm, "shared_per_sm": a.shared_per_sm, "warps_per_block": warps,
+              "registers_per_warp": regs_per_warp,
+              "shared_per_block": smem + a.reserved_shared_per_block if smem else 0,
+              "reserved_per_block": a.reserved_shared_per_block, "schedulers_per_sm": a.schedulers_per_sm}
+    return Occupancy(blocks, blocks * warps, a.max_warps_per_sm, limited_by, limits, budget)
 
 
 @dataclass(frozen=True)
@@ -187,8 +188,7 @@ def _read_entry(cubin_path: Path, log_path: Path, res_path: Path) -> tuple[str, 
 
 
 def _options(params: Params, arch: str) -> list[str]:
-    if not re.fullmatch(r"sm_\d{2,3}a?", arch):
-        raise ValueError(f"architecture must look like sm_90 (the course tests {', '.join(ARCHS)}), got {arch!r}")
+    archs.get(arch)   # UnknownArch for a name that is not an architecture gemmlab has limits for
     return [f"-arch={arch}", *BASE_OPTIONS, *(f"-D{k}={v}" for k, v in sorted(params.items()))]
 
 
@@ -224,6 +224,7 @@ def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch:
     file to compile under this kernel's spec (a learner's version of it); errors name that file."""
     spec = kernel if isinstance(kernel, KernelSpec) else registry.get(kernel)
     full = spec.resolve(params)
+    spec.check_arch(full, archs.get(arch))   # what this architecture cannot hold, refused by rule
     text = (source or spec.path).read_bytes()
     where = str(source) if source else f"kernels/{spec.path.name}"
     options = _options(full, arch)

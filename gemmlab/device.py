@@ -8,13 +8,7 @@ from __future__ import annotations
 import functools
 from dataclasses import asdict, dataclass
 
-from . import toolchain
-
-# FP32 lanes (FMA units) per SM by compute capability. A lane does one FMA = 2 flops a clock.
-FP32_LANES_PER_SM = {
-    (6, 0): 64, (6, 1): 128, (7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128,
-    (8, 9): 128, (9, 0): 128, (10, 0): 128, (10, 3): 128, (12, 0): 128,
-}
+from . import arch as archs, toolchain
 
 # cudaDeviceAttr numbers (stable across CUDA 12 and 13; properties lost some fields in 13).
 _ATTR = {"clock_khz": 13, "mem_clock_khz": 36, "bus_width": 37, "l2_bytes": 38, "sm_count": 16,
@@ -27,6 +21,8 @@ def _load_cupy():
     try:
         import cupy
         if cupy.cuda.runtime.getDeviceCount() < 1:
+            return None
+        if _unsupported(cupy):
             return None
         return cupy
     except Exception:  # no CuPy, no driver, or no device: all mean "no GPU" here
@@ -45,11 +41,32 @@ def cupy():
     return cp
 
 
+def _compute_capability(cupy) -> tuple[int, int]:
+    rt = cupy.cuda.runtime
+    dev = cupy.cuda.Device().id
+    return rt.deviceGetAttribute(_ATTR["cc_major"], dev), rt.deviceGetAttribute(_ATTR["cc_minor"], dev)
+
+
+def _unsupported(cupy) -> str:
+    """Why gemmlab cannot use this GPU ('' if it can): an architecture it has no limits for."""
+    try:
+        archs.of_compute_capability(_compute_capability(cupy))
+        return ""
+    except archs.UnknownArch as exc:
+        return str(exc)
+
+
 def why_unavailable() -> str:
     try:
-        import cupy  # noqa: F401
+        import cupy
     except Exception as exc:
         return f"CuPy is not installed or does not load ({type(exc).__name__}); timings come from recorded runs"
+    try:
+        found = cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        found = False
+    if found and _unsupported(cupy):
+        return f"this GPU cannot run the course: {_unsupported(cupy)}; timings come from recorded runs"
     return "no CUDA device is visible to CuPy; timings come from recorded runs"
 
 
@@ -103,7 +120,7 @@ def facts() -> DeviceFacts | None:
         return f"{v // 1000}.{v % 1000 // 10}"
     return DeviceFacts(
         name=name, compute_capability=cc, sm_count=attr["sm_count"], clock_mhz=attr["clock_khz"] / 1000,
-        fp32_lanes_per_sm=FP32_LANES_PER_SM.get(cc, 128), mem_clock_mhz=attr["mem_clock_khz"] / 1000,
+        fp32_lanes_per_sm=archs.of_compute_capability(cc).fp32_lanes_per_sm, mem_clock_mhz=attr["mem_clock_khz"] / 1000,
         bus_width_bits=attr["bus_width"], l2_bytes=attr["l2_bytes"], smem_per_block_optin=attr["smem_optin"],
         driver_cuda=version(rt.driverGetVersion()), runtime_cuda=version(rt.runtimeGetVersion()),
     )

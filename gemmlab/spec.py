@@ -14,9 +14,12 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .arch import Arch
 
 KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels"
 
@@ -62,6 +65,15 @@ class Rule:
     name: str
     holds: Callable[[Params], bool]
     message: Callable[[Params], str]
+
+
+@dataclass(frozen=True)
+class ArchRule:
+    """A constraint that depends on the architecture compiled for (arch.Arch): checked before
+    compiling for it; the message names the requirement and what to use instead."""
+    name: str
+    holds: Callable[[Params, "Arch"], bool]
+    message: Callable[[Params, "Arch"], str]
 
 
 @dataclass(frozen=True)
@@ -181,6 +193,9 @@ class KernelSpec:
     shape_search: ShapeSearch | None = None
     # The chapter's exercise, or None.
     exercise: Exercise | None = None
+    # What the kernel needs of the architecture beyond the shared memory every kernel's tiles need
+    # (e.g. cp.async); checked by check_arch with that one.
+    arch_rules: tuple[ArchRule, ...] = ()
 
     @property
     def path(self) -> Path:
@@ -269,6 +284,19 @@ class KernelSpec:
     def counter_configs(self) -> list[dict[str, int]]:
         return [self.resolve(cfg) for cfg in self.counter_overrides]
 
+    def check_arch(self, params: Params, arch: "Arch") -> None:
+        """IllegalConfig naming the rule if `arch` cannot run this configuration."""
+        for rule in (*self.arch_rules, _shared_per_block_rule(self)):
+            if not rule.holds(params, arch):
+                raise IllegalConfig(self.name, rule.name, rule.message(params, arch))
+
+    def runs_on(self, params: Params, arch: "Arch") -> bool:
+        try:
+            self.check_arch(params, arch)
+            return True
+        except IllegalConfig:
+            return False
+
     def check_shape(self, params: Params, problem: Problem) -> None:
         for rule in self.shape_rules:
             if not rule.holds(params, problem):
@@ -350,6 +378,18 @@ def _static_smem_rule(bytes_: Callable[[Params], int], limit: int = 48 * 1024) -
         lambda p: bytes_(p) <= limit,
         lambda p: (f"the tiles need {bytes_(p)} bytes of shared memory; a block may declare at most "
                    f"{limit} bytes statically"),
+    )
+
+
+def _shared_per_block_rule(spec: "KernelSpec") -> ArchRule:
+    def need(p: Params) -> int:
+        return spec.static_smem(p) + spec.dynamic_smem(p)
+    return ArchRule(
+        "shared-memory-per-block",
+        lambda p, a: need(p) <= a.shared_per_block,
+        lambda p, a: (f"this configuration's tiles need {need(p)} bytes of shared memory per block; a block on "
+                      f"{a.name} ({a.examples}) may have at most {a.shared_per_block} ({a.shared_per_block // 1024} "
+                      f"KiB): pick smaller tiles{' or fewer STAGES' if 'STAGES' in p else ''}"),
     )
 
 

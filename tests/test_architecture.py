@@ -22,7 +22,7 @@ LAYERS = [
     ["source"],
     ["figures"],
     ["tune", "exercises"],
-    ["bench", "probes"],
+    ["bench", "probes", "support"],
     ["records"],
     ["compile"],
     ["registry", "notebooks"],
@@ -30,6 +30,7 @@ LAYERS = [
     ["specs"],
     ["spec"],
     ["course", "identity", "device", "cubin", "toolchain", "files"],
+    ["arch"],
 ]
 LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}
 

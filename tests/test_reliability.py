@@ -145,6 +145,7 @@ def test_a_damaged_tuning_store_is_moved_aside_not_lost(cache, capsys):
 
 BAD = [
     ["compile", "03", "--arch", "sm_9"], ["compile", "03", "--arch", "compute_90"], ["compile", "03", "--arch", "SM_90"],
+    ["compile", "03", "--arch", "sm_61"], ["compile", "09", "--arch", "sm_75"], ["archs", "--arch", "sm_95"],
     ["sass", "nope"], ["sass", "03", "-D", "TILE=48"], ["sass", "03", "--arch", "sm_9"],
     ["compile", "0"], ["compile", "nope"], ["compile", "03", "-D", "TILE=abc"], ["compile", "03", "-D", "TILE"],
     ["compile", "03", "-D", "TILE=32", "-D", "TILE=16"], ["compile", "03", "-D", "=16"],

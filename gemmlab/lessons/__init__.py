@@ -5,7 +5,7 @@ solution, progress). Each works with a GPU (live: compile, validate, time) and
 without one (compile and SASS are still live; timings come from the record, labelled with device
 and date): they ask `source.here()` and never check for a GPU themselves.
 """
-from .chapter00 import (show_cublas_roofline, show_cublas_sweep, show_device, show_problem,  # noqa: F401
+from .chapter00 import (show_architectures, show_cublas_roofline, show_cublas_sweep, show_device, show_problem,  # noqa: F401
                         show_tf32_contrast, show_warmup_and_spread)
 from .chapter02 import show_sectors, show_tile_walk  # noqa: F401
 from .chapter04 import show_banks  # noqa: F401

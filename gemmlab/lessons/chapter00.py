@@ -1,7 +1,7 @@
 """Chapter 00: the GPU, its ceilings, cuBLAS across sizes, and how gemmlab measures."""
 from __future__ import annotations
 
-from .. import campaigns, plots, registry, roofline, source
+from .. import arch as archs, campaigns, plots, registry, roofline, source, support
 from ..spec import Problem
 from .display import markdown, table
 
@@ -100,3 +100,25 @@ def show_tf32_contrast() -> None:
     size = next(iter(data["tf32"].values()))["size"]
     markdown(table([f"cuBLAS math mode ({size}^3)", "TFLOP/s", "rel. error vs float64", "FP32 tolerance", "verdict"],
                    rows) + f"\n\n*{label}*")
+
+
+def show_architectures() -> None:
+    """What each architecture the course compiles for can hold (arch.py, from NVIDIA's programming
+    guide), and which chapters' kernels run on it at their defaults: compiled for it (registers and
+    blocks per SM from the cubin), or refused before compiling by the rule that names the requirement."""
+    names = list(archs.ARCHS)
+    rows = [[a.name, a.family, a.examples, a.max_warps_per_sm, a.max_blocks_per_sm, f"{a.shared_per_sm // 1024} KiB",
+             f"{a.shared_per_block // 1024} KiB", a.fp32_lanes_per_sm, "yes" if a.cp_async else "no"]
+            for a in archs.ARCHS.values()]
+    facts = table(["arch", "family", "for example", "warps / SM", "blocks / SM", "shared / SM", "shared / block",
+                   "FP32 lanes / SM", "cp.async"], rows)
+    cells = support.matrix()
+    grid = table(["kernel (defaults)", *names], [[row[0].kernel, *(c.text for c in row)] for row in cells])
+    refused: dict[str, list[str]] = {}
+    for row in cells:
+        for c in row:
+            if not c.runs:
+                refused.setdefault(c.detail, []).append(c.kernel)
+    why = "\n".join(f"- {', '.join(kernels)}: {detail}" for detail, kernels in refused.items())
+    markdown(facts + "\n\n" + grid + ("\n\n" + why if why else "")
+             + "\n\nCompiled here with NVRTC for each architecture (cubins, never PTX), no GPU needed.")

@@ -25,12 +25,12 @@ def friendly(fn):
     a refused shape, nothing recorded) with its one-line message instead of a traceback."""
     import functools
 
-    from .. import bench, records, registry
+    from .. import arch, bench, records, registry
     from ..exercises import NoExercise
     from ..files import UnusableDirectory
     from ..spec import IllegalConfig, UnsupportedShape
     mistakes = (registry.UnknownKernel, IllegalConfig, UnsupportedShape, records.NotRecorded, records.StaleRecord,
-                UnusableDirectory, bench.TooLarge, NoExercise)
+                UnusableDirectory, bench.TooLarge, NoExercise, arch.UnknownArch)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):

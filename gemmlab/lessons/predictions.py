@@ -163,14 +163,14 @@ def _blocks_per_sm(arch: str = DEFAULT_ARCH, **params) -> Prediction:
     full, occ, b = build.params, build.occupancy, build.occupancy.budget
     threads, warps = spec.threads(full), b["warps_per_block"]
     tm, tn = spec.thread_tile(full)
-    smem = b["shared_per_block"] - 1024 if b["shared_per_block"] else 0
+    smem = b["shared_per_block"] - b["reserved_per_block"] if b["shared_per_block"] else 0
     regs = build.resources.registers
     lines = [f"threads: {threads} a block, {b['threads_per_sm']} an SM -> {_count(occ.limits['threads'], 'block')}",
              (f"registers: {regs} a thread -> {b['registers_per_warp']} a warp (allocated in units of 256) x "
               f"{warps} warps = {b['registers_per_warp'] * warps} a block, {b['registers_per_sm']} an SM -> "
               f"{_count(occ.limits['registers'], 'block')}")]
     if "shared memory" in occ.limits:
-        lines.append(f"shared memory: {smem} B + 1 KiB reserved = {b['shared_per_block']} B a block, "
+        lines.append(f"shared memory: {occ.shared_need()} a block, "
                      f"{b['shared_per_sm']} B an SM -> {_count(occ.limits['shared memory'], 'block')}")
     lines.append(f"the SM's block limit: {occ.limits['blocks']}")
     return Prediction(

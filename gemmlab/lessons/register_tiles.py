@@ -174,9 +174,10 @@ def show_ffma_order(name: str, **params) -> None:
 
 
 def show_occupancy(name: str, arch: str = "sm_90", **params) -> None:
-    """How many blocks fit on one SM, resource by resource, for these tunables: the budget the
+    """How many blocks fit on one SM of `arch`, resource by resource, for these tunables: the budget the
     occupancy in the compile report comes from (registers are allocated per warp, in units of 256;
-    each block's shared memory carries a 1 KiB system reserve). From the compiled build, no GPU."""
+    from sm_80 on each block's shared memory carries a 1 KiB system reserve). From the compiled build,
+    no GPU."""
     spec = registry.get(name)
     build = compile_kernel(spec, params, arch)
     occ, b = build.occupancy, build.occupancy.budget
@@ -187,10 +188,11 @@ def show_occupancy(name: str, arch: str = "sm_90", **params) -> None:
                           f"= {b['registers_per_warp'] * warps}", f"{b['registers_per_sm']}", occ.limits["registers"]],
             ["blocks", "1", f"{b['blocks_per_sm']}", occ.limits["blocks"]]]
     if "shared memory" in occ.limits:
-        rows.insert(2, ["shared memory", f"{b['shared_per_block'] - 1024} B + 1 KiB reserved = {b['shared_per_block']} B",
+        rows.insert(2, ["shared memory", occ.shared_need(),
                         f"{b['shared_per_sm']} B", occ.limits["shared memory"]])
     rows = [[r[0], r[1], r[2], f"**{r[3]}**" if r[0] == occ.limited_by else r[3]] for r in rows]
     markdown(table(["resource", "one block needs", f"one SM ({arch}) has", "blocks it allows"], rows)
              + f"\n\n{spec.name} [{spec.config_label(build.params)}]: **{occ.blocks_per_sm} block(s) per SM**, limited by "
              f"{occ.limited_by}: {occ.warps_per_sm} of {occ.max_warps_per_sm} warps ({occ.fraction:.0%} occupancy), "
-             f"{occ.warps_per_sm / 4:g} warps for each of the SM's 4 schedulers to choose from.")
+             f"{occ.warps_per_sm / b['schedulers_per_sm']:g} warps for each of the SM's {b['schedulers_per_sm']} "
+             f"schedulers to choose from.")

@@ -1,6 +1,6 @@
 """Chapter 09: 08's warp tiling fed by cp.async copies through a STAGES-deep pipeline."""
 from ..spec import Evidence, Exercise, KernelSpec
-from .pipelined import owner, params, rules, smem, thread_tile
+from .pipelined import cp_async_rule, owner, params, rules, smem, thread_tile
 from .shared import outer_smem_word, warp_threads
 
 # 128 x 128 tiles of eight 32 x 64 warp tiles: 64 accumulators a thread, so a cap of 128 registers
@@ -13,6 +13,7 @@ SPEC = KernelSpec(
     params=params(),
     threads=warp_threads, tile=lambda p: (p["BM"], p["BN"]),
     rules=rules(),
+    arch_rules=(cp_async_rule(),),
     k_tile=lambda p: p["BK"],
     smem_word=outer_smem_word(a_transposed=True),
     owner=owner,

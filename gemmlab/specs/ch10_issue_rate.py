@@ -1,7 +1,7 @@
 """Chapter 10: 09's pipeline with fewer instructions between the FFMAs (FFMA order, unchecked
 interior copies, copies spread among the FFMAs)."""
 from ..spec import Evidence, Exercise, KernelSpec
-from .pipelined import issue_rate_params, owner, params, rules, smem, spread_rule, thread_tile
+from .pipelined import cp_async_rule, issue_rate_params, owner, params, rules, smem, spread_rule, thread_tile
 from .shared import outer_smem_word, snake_interior_steps, warp_threads
 
 SPEC = KernelSpec(
@@ -11,6 +11,7 @@ SPEC = KernelSpec(
     params=(*params(), *issue_rate_params()),
     threads=warp_threads, tile=lambda p: (p["BM"], p["BN"]),
     rules=(*rules(), spread_rule()),
+    arch_rules=(cp_async_rule(),),
     k_tile=lambda p: p["BK"],
     smem_word=outer_smem_word(a_transposed=True),
     owner=owner,

@@ -1,7 +1,7 @@
 """Chapter 11: 10's kernel, with the tiles of a last partial wave split along K (SPLIT)."""
 from .. import course
 from ..spec import Exercise, KernelSpec, Param, ShapeSearch
-from .pipelined import issue_rate_params, owner, params, rules, smem, spread_rule, thread_tile
+from .pipelined import cp_async_rule, issue_rate_params, owner, params, rules, smem, spread_rule, thread_tile
 from .shared import outer_smem_word, warp_threads
 
 SPEC = KernelSpec(
@@ -13,6 +13,7 @@ SPEC = KernelSpec(
                   "that no SM idles at the end (1: never)", slider=(1,))),
     threads=warp_threads, tile=lambda p: (p["BM"], p["BN"]), split=lambda p: p["SPLIT"], split_flags=4096,
     rules=(*rules(), spread_rule()),
+    arch_rules=(cp_async_rule(),),
     k_tile=lambda p: p["BK"],
     smem_word=outer_smem_word(a_transposed=True),
     owner=owner,

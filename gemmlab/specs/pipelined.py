@@ -2,7 +2,8 @@
 through a STAGES-deep pipeline (kernels/09_pipeline.cu and the two kernels built on it)."""
 from __future__ import annotations
 
-from ..spec import Param, Rule
+from .. import arch
+from ..spec import ArchRule, Param, Rule
 from .shared import (accumulator_rule, accumulators, divides, snake_interior_params, unroll_within_tile,
                      warp_grid_rules, warp_threads)
 
@@ -55,10 +56,17 @@ def rules() -> tuple[Rule, ...]:
         divides("b-tile-copies", "the B tile (BK*BN floats) must split evenly into 4-float copies per thread",
                 lambda p: p["BK"] * p["BN"], lambda p: 4 * warp_threads(p)),
         unroll_within_tile("KUNROLL"),
-        Rule("shared-memory-per-block", lambda p: smem(p) <= 227 * 1024,
-             lambda p: (f"{p['STAGES']} stages of these tiles need {smem(p)} bytes of shared memory; "
-                        f"a block may have at most 227 KiB (on sm_90)")),
+        Rule("shared-memory-any-gpu", lambda p: smem(p) <= arch.MAX_SHARED_PER_BLOCK,
+             lambda p: (f"{p['STAGES']} stages of these tiles need {smem(p)} bytes of shared memory; no GPU "
+                        f"gives a block more than {arch.MAX_SHARED_PER_BLOCK // 1024} KiB (sm_90, sm_100)")),
     )
+
+
+def cp_async_rule() -> ArchRule:
+    return ArchRule("cp-async", lambda p, a: a.cp_async,
+                    lambda p, a: (f"cp.async needs sm_80 or newer; {a.name} ({a.examples}) has no asynchronous copy. "
+                                  f"There, chapter 07's kernel pipelines the tiles through registers, and chapter "
+                                  f"08's is the fastest that runs"))
 
 
 def issue_rate_params() -> tuple[Param, ...]:
