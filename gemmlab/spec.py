@@ -21,7 +21,10 @@ import numpy as np
 if TYPE_CHECKING:
     from .arch import Arch
 
-KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels"
+# Installed (a wheel, `pip install .`): the kernels are package data, gemmlab/kernels; in the checkout
+# (and an editable install) they are the repository's kernels/.
+_PACKAGE = Path(__file__).resolve().parent
+KERNEL_DIR = _PACKAGE / "kernels" if (_PACKAGE / "kernels").is_dir() else _PACKAGE.parent / "kernels"
 
 SIGNATURE = ("sgemm(int M, int N, int K, float alpha, const float* A, int lda, "
              "const float* B, int ldb, float beta, float* C, int ldc)")
