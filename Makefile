@@ -34,7 +34,7 @@ endif
 PIP_SOURCE = $(if $(WHEELHOUSE),--no-index --find-links $(abspath $(WHEELHOUSE)),)
 STAMP = $(VENV)/.gemmlab-$(subst $(comma),-,$(EXTRAS))$(if $(REUSE_SYSTEM),-system,)
 
-.PHONY: lab test env env-lab env-browser clean-env gpu-session
+.PHONY: lab test test-widgets7 env env-lab env-browser clean-env gpu-session
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -61,9 +61,22 @@ lab: env-lab
 test: env
 	$(PY) -m pytest --nbval --nbval-current-env tests notebooks
 
+# The notebooks and the widget test again under ipywidgets 7.7, the major Colab's front end supports:
+# a second, small environment that holds only ipywidgets 7 and what it needs, and borrows everything
+# else from $(VENV) (a path line, so that environment's editable gemmlab is not used: PYTHONPATH is).
+WIDGETS7 = .venv-widgets7
+WIDGETS7_PKGS = "ipywidgets==7.7.5" "widgetsnbextension~=3.6.0" "jupyterlab-widgets>=1,<3" "ipython-genutils~=0.2.0"
+test-widgets7: env
+	@test -x $(WIDGETS7)/bin/python || $(PYTHON) -m venv --without-pip $(WIDGETS7)
+	@site=$$($(WIDGETS7)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	  $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' > $$site/borrowed.pth; \
+	  $(PIP) install -q $(PIP_SOURCE) --no-deps --upgrade --target $$site $(WIDGETS7_PKGS)
+	PYTHONPATH=$(CURDIR) GEMMLAB_EXPECT_IPYWIDGETS=7 $(WIDGETS7)/bin/python -m pytest -p no:cacheprovider --nbval --nbval-current-env \
+	  tests/test_widgets.py notebooks
+
 # On a GPU box: tests, records and executed notebooks in one go (see .ci/gpu-session).
 gpu-session:
 	bash .ci/gpu-session
 
 clean-env:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(WIDGETS7)

@@ -10,12 +10,16 @@ from .compile import CompileError, compile_kernel
 from .spec import IllegalConfig
 
 
+# ipywidgets 8 calls a control's hover text `tooltip`; 7 (Colab's) calls it `description_tooltip`.
+_TOOLTIP = "tooltip" if int(w.__version__.split(".")[0]) >= 8 else "description_tooltip"
+
+
 def explorer(name: str, arch: str | None = None):
     spec = registry.get(name)
     src = source.here()
     arch = arch or src.device()["arch"]
     sliders = {p.name: w.SelectionSlider(options=list(p.offered), value=p.default, description=p.name,
-                                         continuous_update=False, tooltip=p.doc)
+                                         continuous_update=False, **{_TOOLTIP: p.doc})
                for p in spec.params}
     size = w.SelectionSlider(options=list(course.EXPLORER_SIZES), value=course.EXPLORER_SIZES[-1],
                              description="M=N=K", continuous_update=False)

@@ -1,0 +1,32 @@
+"""The explorer under whichever ipywidgets is installed: 8.x here, 7.7 (Colab's) in the second
+environment `make test-widgets7` builds. Built with no GPU (results from the record): hover text on
+every slider, a legal move shows its result, a refused one shows only the refusal."""
+import os
+
+import ipywidgets
+
+from gemmlab import registry, widgets
+
+
+def _controls(box):
+    header, controls, report, result = box.children
+    return {c.description: c for c in controls.children}
+
+
+def test_the_explorer_builds_and_answers_its_sliders(capsys):
+    major = int(ipywidgets.__version__.split(".")[0])
+    assert major == int(os.environ.get("GEMMLAB_EXPECT_IPYWIDGETS", major)), ipywidgets.__version__
+    assert major in (7, 8)
+    spec = registry.get("03")
+    box = widgets.explorer("03", arch="sm_90")
+    sliders = _controls(box)
+    assert set(sliders) == {p.name for p in spec.params} | {"M=N=K"}
+    hover = "tooltip" if major >= 8 else "description_tooltip"
+    assert getattr(sliders["TILE"], hover) == spec.tunable("TILE").doc
+    capsys.readouterr()
+    sliders["TILE"].value = 16                      # legal with OUTPUTS=4
+    legal = capsys.readouterr().out
+    assert "TILE=16" in legal and "TFLOP/s" in legal and "refused" not in legal
+    sliders["TILE"].value = 8                       # 8 x 4 outputs: refused by a rule
+    refused = capsys.readouterr().out
+    assert "refused" in refused and "no measurement" in refused and "TFLOP/s" not in refused
