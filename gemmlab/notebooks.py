@@ -2,6 +2,7 @@
 
     python -m gemmlab.notebooks execute notebooks/*.ipynb
     python -m gemmlab.notebooks strip notebooks/*.ipynb     # drop saved progress bars only
+    python -m gemmlab.notebooks setup notebooks/*.ipynb     # (re)write the first cell: SETUP
 
 Saved progress bars are dropped: opened later, a bar reads as a frozen "0%| | 0/12".
 """
@@ -14,6 +15,42 @@ from pathlib import Path
 
 # tqdm's text: "desc:  40%|####      | 24/60 [00:12<00:18, 2.0it/s]"
 _PROGRESS = re.compile(r"\d+%\|.*\| *\d+/\d+ \[")
+
+
+# Every chapter's first code cell. On Colab and Kaggle gemmlab is not installed when a chapter opens:
+# the cell installs it from the course's checkout with the CUDA toolchain that matches the driver
+# (CuPy too where the platform has none; its own CuPy and ipywidgets are kept), and makes it
+# importable at once. Anywhere else it
+# does nothing and prints nothing. It cannot call gemmlab (not importable yet), so it is the one
+# cell that is not a call into the package; a test keeps every notebook's copy the same as this.
+SETUP = """\
+# Colab or Kaggle: install the course from its checkout once (README: "Colab and Kaggle"). Elsewhere: nothing.
+import importlib.util, os, subprocess, sys
+if importlib.util.find_spec("gemmlab") is None and ("google.colab" in sys.modules or "KAGGLE_KERNEL_RUN_TYPE" in os.environ):
+    course = next((d for d in ("..", "/content/gemmlab", "/kaggle/working/gemmlab") if os.path.isfile(f"{d}/pyproject.toml")), None)
+    if course is None:
+        raise SystemExit("First clone the course: !git clone <the course's repository URL> /content/gemmlab  (Kaggle: /kaggle/working/gemmlab)")
+    cuda = "13" if "CUDA Version: 13" in subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout else "12"
+    extras = f"cuda{cuda}" + ("" if importlib.util.find_spec("cupy") else f",gpu{cuda}")   # a CuPy already there stays
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", f"{course}[{extras}]"], check=True)
+    sys.path.insert(0, os.path.abspath(course))   # importable now; the next session finds the install
+"""
+
+
+def setup_cell(nb) -> bool:
+    """Make SETUP the notebook's first code cell (inserted before the first code cell, or that
+    cell rewritten if it is an older SETUP). True if the notebook changed."""
+    import nbformat
+    first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+    cell = nb.cells[first]
+    if cell.source == SETUP.rstrip("\n"):
+        return False
+    if cell.source.startswith("# Colab or Kaggle"):
+        cell.source, cell.outputs = SETUP.rstrip("\n"), []
+    else:
+        new = nbformat.v4.new_code_cell(SETUP.rstrip("\n"))
+        nb.cells.insert(first, new)
+    return True
 
 
 def strip_progress(nb) -> int:
@@ -65,7 +102,17 @@ def strip(paths: list[str]) -> int:
     return 0
 
 
+def setup(paths: list[str]) -> int:
+    import nbformat
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        if setup_cell(nb):
+            nbformat.write(nb, path)
+    return 0
+
+
 if __name__ == "__main__":
-    if len(sys.argv) < 3 or sys.argv[1] not in ("execute", "strip"):
+    commands = {"execute": execute, "strip": strip, "setup": setup}
+    if len(sys.argv) < 3 or sys.argv[1] not in commands:
         raise SystemExit(__doc__)
-    sys.exit((execute if sys.argv[1] == "execute" else strip)(sys.argv[2:]))
+    sys.exit(commands[sys.argv[1]](sys.argv[2:]))

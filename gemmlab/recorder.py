@@ -56,15 +56,26 @@ def versions() -> dict:
     return out
 
 
+_COUNTERS_DENIED: list[bool] = []   # set once ncu reports that counters are not accessible
+
+
 def _ncu_csv(metrics: list[str], run_args: list[str]) -> dict[str, float] | None:
     """The metrics of the first GEMM launch of `python -m gemmlab run RUN_ARGS` under ncu (clocks
     left alone), or None where ncu is missing or gave nothing."""
     ncu = shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if Path(p).exists()), None)
-    if ncu is None or os.environ.get("GEMMLAB_NO_NCU"):
+    if ncu is None or os.environ.get("GEMMLAB_NO_NCU") or _COUNTERS_DENIED:
         return None
     cmd = [ncu, "--clock-control", "none", "--kernel-name", "regex:gemm", "--launch-count", "1", "--csv",
            "--metrics", ",".join(metrics), sys.executable, "-m", "gemmlab", "run", *run_args]
     result = subprocess.run(cmd, capture_output=True, text=True)
+    if "ERR_NVGPUCTRPERM" in result.stdout + result.stderr:
+        # said once, then no more ncu runs: every one would be refused the same way
+        _COUNTERS_DENIED.append(True)
+        print("note: Nsight Compute may not read this GPU's performance counters (ERR_NVGPUCTRPERM: the driver "
+              "keeps them for administrators, as on most rented GPUs; NVIDIA's page for that error says how an "
+              "administrator allows them). This record gets no profiles; the chapters show the recorded H100 "
+              "profiles, labelled so.")
+        return None
     rows = [r for r in csv.reader(result.stdout.splitlines()) if len(r) > 3]
     if not rows or "Metric Name" not in rows[0]:
         print(f"warning: ncu gave no counters for {' '.join(run_args)}:\n{result.stdout[-1500:]}\n{result.stderr[-1500:]}")

@@ -25,15 +25,41 @@ def shape(size) -> tuple[int, int, int]:
 
 
 def record() -> Record:
-    """The newest shipped record (profiles are only there, GPU or not)."""
+    """The newest record that holds Nsight Compute profiles (profiles are only in records, GPU or
+    not): a learner's own record made where ncu could not read the counters has none, and the
+    shipped H100 record's are shown instead."""
+    profiled = [r for r in records.load_all() if r.stalls()]
+    return max(profiled, key=lambda r: r.data["date"]) if profiled else records.latest()
+
+
+def reference_for(device_name: str) -> Record | None:
+    """The record to show beside live measurements: on a GPU that has no record of its own, the
+    newest shipped record (the H100's); None on a GPU that has one."""
+    shipped = records.load_all()
+    if not shipped or any(r.device.get("name") == device_name for r in shipped):
+        return None
     return records.latest()
+
+
+def _beside(rec: Record | None, spec: KernelSpec, params: Params, size) -> dict | None:
+    if rec is None:
+        return None
+    try:
+        return rec.result(spec.name, params, shape(size))
+    except LookupError:        # that configuration or size not recorded, or its kernel changed since
+        return None
 
 
 class Recorded:
     """No GPU here: every figure comes from the record, labelled with its device and date."""
 
+    reference = None   # the record is what is shown; nothing beside it
+
     def __init__(self, rec: Record, why: str):
         self.rec, self.why = rec, why
+
+    def beside(self, spec: KernelSpec, params: Params, size) -> dict | None:
+        return None
 
     @property
     def label(self) -> str:
@@ -81,6 +107,15 @@ class Live:
         return f"measured on {self.facts.name}, {_dt.date.today().isoformat()} (live)"
 
     label_with_reason = label
+
+    @functools.cached_property
+    def reference(self) -> Record | None:
+        """The record shown beside this GPU's measurements (the H100's), where this GPU has none."""
+        return reference_for(self.facts.name)
+
+    def beside(self, spec: KernelSpec, params: Params, size) -> dict | None:
+        """The reference record's row for the same configuration and size, or None."""
+        return _beside(self.reference, spec, params, size)
 
     @functools.cached_property
     def _copy_gbs(self) -> float:

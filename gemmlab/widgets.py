@@ -10,6 +10,24 @@ from .compile import CompileError, compile_kernel
 from .spec import IllegalConfig
 
 
+class Panel(w.VBox):
+    """A box of controls whose plain-text form is a sentence, not `VBox(children=(...))`: that text is
+    what a saved notebook shows where JupyterLab does not draw the saved widgets (a notebook it does
+    not trust, or any page before its cell runs). ipywidgets cuts it at 110 characters."""
+
+    def __init__(self, children, summary: str):
+        super().__init__(children)
+        self.summary = summary
+
+    def __repr__(self) -> str:
+        return self.summary
+
+
+def explorer_summary(name: str) -> str:
+    spec = registry.get(name)
+    return f"[explorer of {spec.title}: {len(spec.params)} tunables and the size; run this cell to move its sliders]"
+
+
 # ipywidgets 8 calls a control's hover text `tooltip`; 7 (Colab's) calls it `description_tooltip`.
 _TOOLTIP = "tooltip" if int(w.__version__.split(".")[0]) >= 8 else "description_tooltip"
 
@@ -49,6 +67,9 @@ def explorer(name: str, arch: str | None = None):
             print(f"{row['gflops'] / 1e3:.2f} TFLOP/s = {row['ratio']:.1%} of cuBLAS "
                   f"({row['cublas_gflops'] / 1e3:.2f} TFLOP/s, same run); "
                   f"validated: relative error {row['rel_err']:.1e}")
+            ref = src.beside(spec, build.params, size.value)
+            if ref is not None:
+                print(f"{src.reference.label}: {ref['gflops'] / 1e3:.2f} TFLOP/s = {ref['ratio']:.1%} of cuBLAS")
             plots.explorer_bars(spec.title, row["gflops"], row["cublas_gflops"], source.ceilings()[0], src.label)
 
     for control in (*sliders.values(), size):
@@ -56,4 +77,4 @@ def explorer(name: str, arch: str | None = None):
     update()
     # many tunables wrap onto several rows instead of one row wider than the cell
     controls = w.HBox(list(sliders.values()) + [size], layout=w.Layout(flex_flow="row wrap"))
-    return w.VBox([w.HTML(f"<b>{spec.title}</b>: {spec.technique}"), controls, report, result])
+    return Panel([w.HTML(f"<b>{spec.title}</b>: {spec.technique}"), controls, report, result], explorer_summary(name))

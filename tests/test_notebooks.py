@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from gemmlab import lessons, registry
+from gemmlab.notebooks import SETUP
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 
@@ -17,11 +18,12 @@ def test_there_is_a_notebook_per_chapter():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_code_cells_are_single_gemmlab_calls(path):
+    """...but the first, the hosted-platform setup (notebooks.SETUP, the same in every chapter)."""
     cells = json.loads(path.read_text())["cells"]
     for cell in cells:
         source = "".join(cell["source"])
         assert "__global__" not in source, "notebooks display kernel files, they never copy them"
-        if cell["cell_type"] != "code":
+        if cell["cell_type"] != "code" or source == SETUP.rstrip("\n"):
             continue
         tree = ast.parse(source)
         assert len(tree.body) == 1, f"one statement per code cell: {source!r}"
@@ -39,7 +41,8 @@ def test_code_cells_are_single_gemmlab_calls(path):
 def test_notebooks_are_mostly_prose(path):
     cells = json.loads(path.read_text())["cells"]
     prose = sum(len("".join(c["source"])) for c in cells if c["cell_type"] == "markdown")
-    code = sum(len("".join(c["source"])) for c in cells if c["cell_type"] == "code")
+    code = sum(len("".join(c["source"])) for c in cells
+               if c["cell_type"] == "code" and "".join(c["source"]) != SETUP.rstrip("\n"))
     assert prose > 4 * code
 
 
@@ -60,3 +63,87 @@ def test_the_kernel_is_named_as_jupyterlab_names_it(path):
     changed (seen in tests/test_browser.py's Chromium); ipykernel's name is 'Python 3 (ipykernel)'."""
     assert json.loads(path.read_text())["metadata"]["kernelspec"] == {
         "display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_first_code_cell_is_the_hosted_setup(path):
+    cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    assert "".join(cells[0]["source"]) == SETUP.rstrip("\n"), "python -m gemmlab.notebooks setup rewrites it"
+    assert not cells[0]["outputs"], "it prints nothing where gemmlab is installed"
+    assert "".join(cells[1]["source"]) == "import gemmlab.lessons as gl"
+
+
+class _Ran:
+    def __init__(self):
+        self.commands = []
+
+    def __call__(self, cmd, **kw):
+        import subprocess
+        self.commands.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0, "| NVIDIA-SMI 550.54  Driver Version: 550.54  CUDA Version: 12.4 |", "")
+
+
+def _run_setup(monkeypatch, tmp_path, platform: str, installed: bool, checkout: bool) -> _Ran:
+    """SETUP executed as a notebook would, on a pretend platform, with subprocess.run recorded."""
+    import importlib.util
+    import subprocess
+    import sys
+    import types
+    real_find_spec = importlib.util.find_spec
+    absent = set() if installed else {"gemmlab"}
+    # Colab ships CuPy; the pretend Kaggle here has none
+    absent |= {"cupy"} if platform == "kaggle" else set()
+    present = {"cupy"} if platform == "colab" else set()
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: (
+        None if name in absent else object() if name in present else real_find_spec(name, *a)))
+    monkeypatch.delenv("KAGGLE_KERNEL_RUN_TYPE", raising=False)
+    if platform == "colab":
+        monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    elif platform == "kaggle":
+        monkeypatch.setenv("KAGGLE_KERNEL_RUN_TYPE", "Interactive")
+    notebooks = tmp_path / "course" / "notebooks"
+    notebooks.mkdir(parents=True)
+    if checkout:
+        (tmp_path / "course" / "pyproject.toml").write_text("[project]\nname = 'gemmlab'\n")
+    monkeypatch.chdir(notebooks)
+    ran = _Ran()
+    monkeypatch.setattr(subprocess, "run", ran)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    exec(SETUP, {})
+    return ran
+
+
+@pytest.mark.parametrize("platform", ["laptop", "colab", "kaggle"])
+def test_the_setup_does_nothing_where_gemmlab_is_installed_or_off_the_hosted_platforms(platform, monkeypatch, tmp_path):
+    assert _run_setup(monkeypatch, tmp_path, platform, installed=True, checkout=True).commands == []
+    if platform == "laptop":
+        assert _run_setup(monkeypatch, tmp_path / "b", platform, installed=False, checkout=True).commands == []
+
+
+@pytest.mark.parametrize("platform", ["colab", "kaggle"])
+def test_on_a_hosted_platform_the_setup_installs_the_checkout_for_the_drivers_cuda(platform, monkeypatch, tmp_path):
+    import sys
+    ran = _run_setup(monkeypatch, tmp_path, platform, installed=False, checkout=True)
+    nvidia_smi, pip = ran.commands
+    assert nvidia_smi == ["nvidia-smi"]
+    # a CUDA 12.4 driver: the CUDA 12 toolchain; CuPy only where the platform has none (here: "kaggle")
+    extras = "cuda12,gpu12" if platform == "kaggle" else "cuda12"
+    assert pip == [sys.executable, "-m", "pip", "install", "-q", "-e", f"..[{extras}]"]
+    assert sys.path[0] == str(tmp_path / "course"), "importable in this session already"
+
+
+def test_on_a_hosted_platform_with_no_checkout_the_setup_says_how_to_get_one(monkeypatch, tmp_path):
+    with pytest.raises(SystemExit, match="git clone"):
+        _run_setup(monkeypatch, tmp_path, "colab", installed=False, checkout=False)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_saved_widgets_read_as_a_sentence_where_they_are_not_drawn(path):
+    """JupyterLab draws saved widgets only in a notebook it trusts; elsewhere it shows their plain
+    text, which must say what the widget is, not `VBox(children=(...))`."""
+    for cell in json.loads(path.read_text())["cells"]:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if "application/vnd.jupyter.widget-view+json" in data:
+                text = "".join(data["text/plain"])
+                assert text.startswith("[") and "run this cell" in text and "children=" not in text, text

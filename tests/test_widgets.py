@@ -30,3 +30,9 @@ def test_the_explorer_builds_and_answers_its_sliders(capsys):
     sliders["TILE"].value = 8                       # 8 x 4 outputs: refused by a rule
     refused = capsys.readouterr().out
     assert "refused" in refused and "no measurement" in refused and "TFLOP/s" not in refused
+
+
+def test_an_explorer_reads_as_a_sentence_in_plain_text():
+    for name in registry.KERNELS:
+        text = repr(widgets.explorer(name, arch="sm_90"))
+        assert text == widgets.explorer_summary(name) and len(text) <= 110, "ipywidgets cuts plain text at 110"

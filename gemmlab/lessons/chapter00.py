@@ -57,11 +57,26 @@ def show_problem(M: int, N: int, K: int) -> None:
 def show_cublas_sweep() -> None:
     data, label = _measurements()
     peak, _ = source.ceilings()
+    ref = _reference_sweep()
     rows = [[f"{r['size']}", f"{r['ms']:.3f}", f"{r['gflops'] / 1e3:.1f}", f"{r['gflops'] / peak:.0%}",
-             f"{r['rel_err']:.1e}"] for r in data["cublas_sweep"]]
-    markdown(table(["M = N = K", "ms (median)", "TFLOP/s", "of FP32 peak", "rel. error vs float64"], rows)
-             + f"\n\n*{label}*")
+             f"{r['rel_err']:.1e}", *([f"{ref[r['size']] / 1e3:.1f}" if r["size"] in ref else "-"] if ref else [])]
+            for r in data["cublas_sweep"]]
+    src = source.here()
+    markdown(table(["M = N = K", "ms (median)", "TFLOP/s", "of FP32 peak", "rel. error vs float64",
+                    *([f"{src.reference.device['name']} record: TFLOP/s"] if ref else [])], rows)
+             + f"\n\n*{label}*" + (f" Beside it: {src.reference.label}." if ref else ""))
     plots.cublas_vs_size(data["cublas_sweep"], peak, label)
+
+
+def _reference_sweep() -> dict[int, float]:
+    """cuBLAS GFLOP/s per size in the reference record, beside a GPU that has no record of its own."""
+    ref = source.here().reference
+    if ref is None:
+        return {}
+    try:
+        return {r["size"]: r["gflops"] for r in ref.section("chapter00", "chapter 00's measurements")["cublas_sweep"]}
+    except LookupError:
+        return {}
 
 
 def show_cublas_roofline() -> None:

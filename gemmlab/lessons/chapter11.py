@@ -84,11 +84,22 @@ def show_final_table(name: str) -> None:
     rows = [r for r in src.campaign("final", "the final table",
                                     lambda: campaigns.measure_final(spec, lambda shape: src.config_at(spec, shape)))
             if r["kernel"] == spec.name]
+    ref = {}
+    if src.reference is not None:
+        try:
+            ref = {records.shape_key(r): r["ratio"] for r in src.reference.section("final", "the final table")
+                   if r["kernel"] == spec.name}
+        except LookupError:
+            pass
     body = [[records.shape_label(records.shape_key(r)), spec.changes_label(r["params"]) or "the defaults",
              f"{r['gflops'] / 1e3:.2f}", f"{r['spread']:.1%}", f"{r['cublas_gflops'] / 1e3:.2f}",
-             f"{r['cublas_spread']:.1%}", f"{r['ratio']:.3f}", r["reps"], f"{r['rel_err']:.1e}"] for r in rows]
+             f"{r['cublas_spread']:.1%}", f"{r['ratio']:.3f}", r["reps"], f"{r['rel_err']:.1e}",
+             *([f"{ref[records.shape_key(r)]:.3f}" if records.shape_key(r) in ref else "-"] if ref else [])]
+            for r in rows]
     markdown(table(["M x N x K", "configuration (changes from the defaults)", f"{spec.title} TFLOP/s", "spread",
-                    "cuBLAS TFLOP/s", "spread", "kernel / cuBLAS", "timed runs each", "relative error"], body)
+                    "cuBLAS TFLOP/s", "spread", "kernel / cuBLAS", "timed runs each", "relative error",
+                    *([f"{src.reference.device['name']} record: kernel / cuBLAS"] if ref else [])], body)
              + f"\n\ndefaults: {spec.config_label(spec.defaults)}; medians of interleaved runs, L2 flushed "
-             f"before each; spread = interquartile range / median. *{src.label}*")
+             f"before each; spread = interquartile range / median. *{src.label}*"
+             + (f" Beside it: {src.reference.label}." if ref else ""))
     plots.versus(rows, src.label)

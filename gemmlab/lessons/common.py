@@ -8,7 +8,7 @@ import difflib
 from .. import plots, records, registry, roofline, sass, source, widgets
 from ..compile import CompileError, compile_kernel
 from ..spec import IllegalConfig, Problem
-from .display import markdown, table
+from .display import beside_cells, beside_header, beside_note, markdown, table
 
 
 def show_kernel(name: str) -> None:
@@ -77,8 +77,20 @@ def show_vs_cublas(name: str, size: int = 4096, **params) -> None:
         [[f"{spec.title} [{spec.config_label(row['params'])}]", f"{row['ms']:.3f}", f"{row['spread']:.1%}",
           f"{row['gflops'] / 1e3:.2f}", f"{row['ratio']:.1%}", f"{row['rel_err']:.1e} (tol {row['tol']:.1e})"],
          ["cuBLAS FP32, same run", f"{row['cublas_ms']:.3f}", f"{row['cublas_spread']:.1%}",
-          f"{row['cublas_gflops'] / 1e3:.2f}", "100%", f"{row['cublas_rel_err']:.1e}"]])
+          f"{row['cublas_gflops'] / 1e3:.2f}", "100%", f"{row['cublas_rel_err']:.1e}"],
+         *_reference_rows(src, spec, row)])
         + f"\n\nsize {row['M']}x{row['N']}x{row['K']}, validated against float64 before timing. *{src.label}*")
+
+
+def _reference_rows(src, spec, row: dict) -> list[list[str]]:
+    """The same configuration and size in the reference record (the H100's), where there is one."""
+    ref = src.beside(spec, row["params"], (row["M"], row["N"], row["K"]))
+    if ref is None:
+        return []
+    return [[f"{spec.title}, {src.reference.label}", f"{ref['ms']:.3f}", f"{ref['spread']:.1%}",
+             f"{ref['gflops'] / 1e3:.2f}", f"{ref['ratio']:.1%}", f"{ref['rel_err']:.1e}"],
+            [f"cuBLAS FP32, {src.reference.label}", f"{ref['cublas_ms']:.3f}", f"{ref['cublas_spread']:.1%}",
+             f"{ref['cublas_gflops'] / 1e3:.2f}", "100%", f"{ref['cublas_rel_err']:.1e}"]]
 
 
 def show_sweep(name: str, size: int = 4096) -> None:
@@ -86,9 +98,10 @@ def show_sweep(name: str, size: int = 4096) -> None:
     spec = registry.get(name)
     src = source.here()
     rows = sorted(src.sweep(spec, size), key=lambda r: -r["gflops"])
-    markdown(table(["configuration", "TFLOP/s", "of cuBLAS", "spread"],
+    markdown(table(["configuration", "TFLOP/s", "of cuBLAS", "spread", *beside_header(src)],
                    [[spec.config_label(r["params"]), f"{r['gflops'] / 1e3:.2f}", f"{r['ratio']:.1%}",
-                     f"{r['spread']:.1%}"] for r in rows]) + f"\n\n*{src.label}*")
+                     f"{r['spread']:.1%}", *beside_cells(src, src.beside(spec, r["params"], size))] for r in rows])
+             + f"\n\n*{src.label}*{beside_note(src)}")
     plots.config_bars(spec, rows, src.label)
 
 
@@ -104,9 +117,10 @@ def show_tunable(name: str, tunable: str, size: int = 4096, **params) -> None:
             continue
         row = src.result(spec, spec.resolve(cfg), size)
         rows.append([f"{tunable}={v}", spec.config_label(row["params"]), f"{row['ms']:.3f}",
-                     f"{row['gflops'] / 1e3:.2f}", f"{row['ratio']:.1%}"])
-    markdown(table([tunable, "configuration", "ms", "TFLOP/s", "of cuBLAS (same run)"], rows)
-             + f"\n\nsize {size}^3, each validated before timing. *{src.label}*")
+                     f"{row['gflops'] / 1e3:.2f}", f"{row['ratio']:.1%}",
+                     *beside_cells(src, src.beside(spec, row["params"], size))])
+    markdown(table([tunable, "configuration", "ms", "TFLOP/s", "of cuBLAS (same run)", *beside_header(src)], rows)
+             + f"\n\nsize {size}^3, each validated before timing. *{src.label}*{beside_note(src)}")
 
 
 def show_ladder(names: list[str] | None = None, size: int = 4096) -> None:
@@ -120,10 +134,12 @@ def show_ladder(names: list[str] | None = None, size: int = 4096) -> None:
         best = src.best(spec, size)
         t = roofline.traffic(spec, best["params"], Problem(*source.shape(size)))
         rows.append([spec.title, spec.config_label(best["params"]), f"{best['gflops'] / 1e3:.2f}",
-                     f"{best['cublas_gflops'] / 1e3:.2f}", f"{best['ratio']:.1%}"])
+                     f"{best['cublas_gflops'] / 1e3:.2f}", f"{best['ratio']:.1%}",
+                     *beside_cells(src, src.beside(spec, best["params"], size))])
         points.append((spec.title, t.intensity, best["gflops"]))
-    markdown(table(["kernel", "best configuration", "TFLOP/s", "cuBLAS (same run)", "of cuBLAS"], rows)
-             + f"\n\nsize {size}^3. *{src.label}*")
+    markdown(table(["kernel", "best configuration", "TFLOP/s", "cuBLAS (same run)", "of cuBLAS",
+                    *beside_header(src)], rows)
+             + f"\n\nsize {size}^3. *{src.label}*{beside_note(src)}")
     plots.roofline(points, peak, bw, src.label, note="kernels at the intensity of their requested global traffic")
 
 
@@ -139,6 +155,13 @@ def show_tuning(name: str, size: int = 4096) -> None:
     best = max(rows, key=lambda r: r["gflops"])
     print(f"{len(rows)} configurations; best {spec.config_label(best['params'])}: {best['gflops'] / 1e3:.2f} TFLOP/s, "
           f"{best['ratio']:.1%} of cuBLAS in the same run")
+    if src.reference is not None:
+        try:
+            ref = src.reference.best(spec.name, source.shape(size))
+            print(f"{src.reference.label}: best {spec.config_label(ref['params'])}, {ref['gflops'] / 1e3:.2f} TFLOP/s, "
+                  f"{ref['ratio']:.1%} of cuBLAS")
+        except LookupError:
+            pass
     plots.tuning(spec, rows, src.label + note)
 
 

@@ -20,6 +20,25 @@ def table(header: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
+def beside_header(src) -> list[str]:
+    """Table columns for the reference record beside live measurements (none where there is no
+    reference: with no GPU, or on a GPU with its own record)."""
+    if src.reference is None:
+        return []
+    return [f"{src.reference.device['name']} record: TFLOP/s", "its share of cuBLAS"]
+
+
+def beside_cells(src, row: dict | None) -> list[str]:
+    if src.reference is None:
+        return []
+    return [f"{row['gflops'] / 1e3:.2f}", f"{row['ratio']:.1%}"] if row else ["-", "-"]
+
+
+def beside_note(src) -> str:
+    return (f" Beside it, the same configuration and size as {src.reference.label} ('-': not recorded there)."
+            if src.reference is not None else "")
+
+
 def friendly(fn):
     """A lesson that answers a learner's mistake (an unknown kernel, an illegal or unknown tunable,
     a refused shape, nothing recorded) with its one-line message instead of a traceback."""

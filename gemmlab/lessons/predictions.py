@@ -12,7 +12,7 @@ import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .. import registry, source
+from .. import registry, source, widgets
 from ..compile import ARCHS, DEFAULT_ARCH, CompileError, compile_kernel
 from ..spec import IllegalConfig, Problem
 from .models import BANKS, FLOAT, SECTOR, WARP, sectors_per_request, warp_requests
@@ -203,6 +203,9 @@ def prediction(question: str, **params) -> Prediction:
 
 # --- the widget ----------------------------------------------------------------------------------
 
+QUIZ_SUMMARY = "[an answer box and a Check button: run this cell to answer]"
+
+
 def quiz_widget(p: Prediction):
     """A box per blank (IntText, FloatText, or a Dropdown of the choices), a Check button and an
     output area: the verdict, then the explanation."""
@@ -227,7 +230,7 @@ def quiz_widget(p: Prediction):
                 return
             print(p.verdict(values if len(values) > 1 else values[0]))
     button.on_click(check)
-    return w.VBox([w.HBox([*boxes, button]), out])
+    return widgets.Panel([w.HBox([*boxes, button]), out], QUIZ_SUMMARY)
 
 
 def show_prediction_quiz(question: str, **params) -> None:

@@ -8,7 +8,7 @@ import json
 from .. import plots, registry, sass, source
 from ..compile import compile_kernel
 from .models import ffma_order, owned, owner_grid, reused_operands, shared_loads, shared_supported
-from .display import markdown, table
+from .display import beside_cells, beside_header, beside_note, markdown, table
 
 
 def show_reuse(name: str, **params) -> None:
@@ -72,15 +72,16 @@ def show_steps(name: str, size: int = 4096) -> None:
         issue, dispatch, wait = ((f"{prof['issued_per_scheduler']:.2f}", f"{prof['stalls']['dispatch_stall']:.2f}",
                                   f"{prof['stalls']['wait']:.2f}") if prof else ("-", "-", "-"))
         rows.append([caption, f"{row['gflops'] / 1e3:.2f}", f"{row['ratio']:.1%}",
+                     *beside_cells(src, src.beside(spec, full, size)),
                      f"{reads['from_cache'] / reads['ffma']:.2f}", f"{reads['same_bank'] / reads['ffma']:.1%}",
                      issue, dispatch, wait])
-    markdown(table(["step", "TFLOP/s", "of cuBLAS (same run)", "FFMA operands from the reuse cache",
+    markdown(table(["step", "TFLOP/s", "of cuBLAS (same run)", *beside_header(src), "FFMA operands from the reuse cache",
                     "FFMAs with two reads in one bank", "issued per cycle per scheduler",
                     "dispatch stalls", "wait stalls"], rows)
              + f"\n\n{spec.name} [{spec.config_label(spec.step_configs()[-1])}] at {size}^3, "
              f"each step validated before timing. *{src.label}*. Operand columns: static counts over the hot "
              f"loop's FFMAs in the sm_90 SASS. Stalls: cycles per issued instruction, from the record's "
-             f"Nsight Compute profiles ('-' where the record has none).")
+             f"Nsight Compute profiles ('-' where the record has none).{beside_note(src)}")
 
 
 def show_outer_product(name: str, thread: int = 0, k: int = 0, **params) -> None:

@@ -1,0 +1,59 @@
+"""On a GPU with no record of its own, measuring cells show the shipped record (the H100's) beside
+the live figures, labelled; on the recorded GPU, or with no GPU, they show no second set. Checked
+with a pretend live source (its measurements are the record's, scaled), so no GPU is needed."""
+import pytest
+
+import gemmlab.lessons as gl
+from gemmlab import device, records, registry, source
+
+H100 = records.latest()
+
+
+def _live(monkeypatch, name: str) -> source.Live:
+    """A Live source for a GPU called `name` whose 'measurements' are the record's rows, 1.5x faster."""
+    d = H100.device
+    facts = device.DeviceFacts(name, tuple(d["compute_capability"]), d["sm_count"], d["clock_mhz"],
+                               d["fp32_lanes_per_sm"], d["mem_clock_mhz"], d["bus_width_bits"], d["l2_bytes"],
+                               d["smem_per_block_optin"], d["driver_cuda"], d["runtime_cuda"])
+    live = source.Live(facts)
+    live.__dict__["_copy_gbs"] = 1.0          # no copy to measure
+
+    def result(spec, params, size):
+        row = dict(H100.result(spec.name, params, source.shape(size)))
+        return {**row, "gflops": row["gflops"] * 1.5, "ratio": row["ratio"] * 1.5}
+    live.result = result
+    monkeypatch.setattr(source, "here", lambda: live)
+    return live
+
+
+def test_a_gpu_with_no_record_shows_the_h100_record_beside_its_own(monkeypatch, capsys):
+    live = _live(monkeypatch, "NVIDIA H200")
+    assert live.reference is not None and live.reference.device["name"] == H100.device["name"]
+    spec = registry.get("03")
+    recorded = H100.result(spec.name, spec.defaults, (4096, 4096, 4096))
+    gl.show_vs_cublas("03")
+    out = capsys.readouterr().out
+    assert f"{recorded['gflops'] * 1.5 / 1e3:.2f}" in out, "the live figure"
+    assert f"{recorded['gflops'] / 1e3:.2f}" in out and H100.label in out, "the record's, labelled"
+    gl.show_tunable("03", "TILE")
+    out = capsys.readouterr().out
+    assert f"{H100.device['name']} record: TFLOP/s" in out and "Beside it" in out
+
+
+def test_on_the_recorded_gpu_and_without_a_gpu_nothing_is_shown_beside(monkeypatch, capsys):
+    live = _live(monkeypatch, H100.device["name"])
+    assert live.reference is None
+    gl.show_tunable("03", "TILE")
+    assert "record: TFLOP/s" not in capsys.readouterr().out
+    recorded = source.Recorded(H100, "no GPU here")
+    assert recorded.reference is None and recorded.beside(registry.get("03"), {}, 4096) is None
+
+
+@pytest.mark.parametrize("lesson", ["show_sweep", "show_ladder"])
+def test_tables_of_many_rows_get_the_two_columns(lesson, monkeypatch, capsys):
+    live = _live(monkeypatch, "NVIDIA H200")
+    live.sweep = lambda spec, size: [live.result(spec, cfg, size) for cfg in spec.explorer_configs()[:3]]
+    live.best = lambda spec, size: live.result(spec, spec.defaults, size)
+    getattr(gl, lesson)(*(["03"] if lesson == "show_sweep" else [["02", "03"]]))
+    out = capsys.readouterr().out
+    assert "record: TFLOP/s | its share of cuBLAS" in out

@@ -1,0 +1,39 @@
+"""What a learner meets on a rented or hosted GPU, with no GPU needed here: Nsight Compute refused
+the counters (ERR_NVGPUCTRPERM), and a record of their own GPU made without profiles."""
+import json
+import shutil
+import subprocess
+
+from gemmlab import records, recorder, source
+
+DENIED = ("==PROF== Connected to process 123\n==ERROR== ERR_NVGPUCTRPERM - The user does not have permission "
+          "to access NVIDIA GPU Performance Counters on the target device 0.\n")
+
+
+def test_counters_refused_are_said_once_and_not_asked_again(monkeypatch, capsys):
+    calls = []
+
+    def fake_run(cmd, **kw):
+        calls.append(cmd)
+        return subprocess.CompletedProcess(cmd, 1, DENIED, "")
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/ncu" if name == "ncu" else None)
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setattr(recorder, "_COUNTERS_DENIED", [])
+    monkeypatch.delenv("GEMMLAB_NO_NCU", raising=False)
+    assert recorder.profile_stalls([("03_coalescing", {}), ("cublas", {})]) == []
+    out = capsys.readouterr().out
+    assert out.count("ERR_NVGPUCTRPERM") == 1 and "recorded H100 profiles" in out
+    assert len(calls) == 1, "no more ncu runs once refused"
+
+
+def test_profiles_come_from_the_newest_record_that_has_them(monkeypatch, tmp_path):
+    shipped = records.latest()
+    mine = {**shipped.data, "device": {**shipped.device, "name": "NVIDIA GeForce RTX 4090"},
+            "date": "2099-01-01", "stalls": [], "ncu": {}}
+    for path in records.DATA_DIR.glob("*.json"):
+        (tmp_path / path.name).write_text(path.read_text())
+    (tmp_path / "nvidia-geforce-rtx-4090.json").write_text(json.dumps(mine))
+    monkeypatch.setattr(records, "DATA_DIR", tmp_path)
+    assert records.latest().device["name"] == "NVIDIA GeForce RTX 4090"
+    assert source.record().device["name"] == shipped.device["name"], "the learner's record has no profiles"
+    assert source.reference_for("NVIDIA GeForce RTX 4090") is None, "that GPU has a record of its own"
