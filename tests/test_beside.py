@@ -57,3 +57,13 @@ def test_tables_of_many_rows_get_the_two_columns(lesson, monkeypatch, capsys):
     getattr(gl, lesson)(*(["03"] if lesson == "show_sweep" else [["02", "03"]]))
     out = capsys.readouterr().out
     assert "record: TFLOP/s | its share of cuBLAS" in out
+
+
+@pytest.mark.parametrize("lesson,args", [("show_ladder_over_shapes", []), ("show_final_table", ["11"]),
+                                         ("show_cublas_sweep", [])])
+def test_whole_programmes_get_the_records_programme_beside(lesson, args, monkeypatch, capsys):
+    live = _live(monkeypatch, "NVIDIA H200")
+    live.campaign = lambda name, what, measure: H100.section(name, what)    # 'measured now': the record's
+    getattr(gl, lesson)(*args)
+    out = capsys.readouterr().out
+    assert "Beside it" in out and H100.label in out

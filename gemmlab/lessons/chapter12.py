@@ -12,6 +12,18 @@ def show_ladder_over_shapes() -> None:
     rows = src.campaign("ladder", "the ladder over sizes",
                         lambda: campaigns.measure_ladder(source.record().data["results"]))
     shapes = [tuple(s) for s in course.LADDER_SHAPES]
+    text = _ladder_table(rows, shapes) + "\n\nTFLOP/s (share of cuBLAS timed in the same run). *" + src.label + "*"
+    if src.reference is not None:       # a GPU with no record of its own: the H100's ladder beside it
+        try:
+            ref_rows = src.reference.section("ladder", "the ladder over sizes")
+            text += f"\n\nBeside it, {src.reference.label}:\n\n" + _ladder_table(ref_rows, shapes)
+        except LookupError:
+            pass
+    markdown(text)
+    plots.ladder(rows, shapes, src.label, {name: spec.title for name, spec in registry.KERNELS.items()})
+
+
+def _ladder_table(rows: list[dict], shapes: list[tuple]) -> str:
     by = {(r["kernel"], records.shape_key(r)): r for r in rows}
     header = ["kernel", "configuration"] + [records.shape_label(s) for s in shapes]
     body = []
@@ -22,5 +34,4 @@ def show_ladder_over_shapes() -> None:
                     [f"{c['gflops'] / 1e3:.1f} ({c['ratio']:.0%})" if c else "-" for c in cells])
     cublas = [next((r["cublas_gflops"] for r in rows if records.shape_key(r) == s), None) for s in shapes]
     body.append(["cuBLAS FP32", "median over the runs"] + [f"{c / 1e3:.1f}" if c else "-" for c in cublas])
-    markdown(table(header, body) + "\n\nTFLOP/s (share of cuBLAS timed in the same run). *" + src.label + "*")
-    plots.ladder(rows, shapes, src.label, {name: spec.title for name, spec in registry.KERNELS.items()})
+    return table(header, body)
