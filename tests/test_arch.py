@@ -85,3 +85,13 @@ def test_the_support_matrix_names_each_refusal():
     (p75, p90), (i75, i90) = rows
     assert not p75.runs and p75.text == "refused: cp-async" and "sm_80 or newer" in p75.detail
     assert p90.runs and "regs" in p90.text and i90.runs and not i75.runs
+
+
+def test_every_kernel_at_its_defaults_runs_on_every_architecture_but_the_cp_async_ones_on_sm_75():
+    """What chapter 00's table shows (its exact register counts are the compiler's and are not compared)."""
+    for row in support.matrix():
+        for cell in row:
+            needs_cp_async = bool(registry.get(cell.kernel).arch_rules)
+            expected_refused = needs_cp_async and cell.arch == "sm_75"
+            assert cell.runs != expected_refused, (cell.kernel, cell.arch, cell.text)
+            assert cell.runs or cell.text == "refused: cp-async"
