@@ -34,7 +34,7 @@ endif
 PIP_SOURCE = $(if $(WHEELHOUSE),--no-index --find-links $(abspath $(WHEELHOUSE)),)
 STAMP = $(VENV)/.gemmlab-$(subst $(comma),-,$(EXTRAS))$(if $(REUSE_SYSTEM),-system,)
 
-.PHONY: lab test test-widgets7 env env-lab env-browser clean-env gpu-session
+.PHONY: lab test test-widgets7 test-cuda12 env env-lab env-browser clean-env gpu-session
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -74,9 +74,21 @@ test-widgets7: env
 	PYTHONPATH=$(CURDIR) GEMMLAB_EXPECT_IPYWIDGETS=7 $(WIDGETS7)/bin/python -m pytest -p no:cacheprovider --nbval --nbval-current-env \
 	  tests/test_widgets.py notebooks
 
+# The compile and architecture tests again with the CUDA 12 toolchain (NVRTC 12.9 through cuda-bindings
+# 12.9), a learner's with a CUDA 12 driver: a second small environment, the rest borrowed from $(VENV).
+CUDA12 = .venv-cuda12
+CUDA12_PKGS = "nvidia-cuda-nvrtc-cu12==12.9.86" "cuda-bindings>=12.9,<13"
+test-cuda12: env
+	@test -x $(CUDA12)/bin/python || $(PYTHON) -m venv --without-pip $(CUDA12)
+	@site=$$($(CUDA12)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	  $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' > $$site/borrowed.pth; \
+	  $(PIP) install -q $(PIP_SOURCE) --no-deps --upgrade --target $$site $(CUDA12_PKGS)
+	PYTHONPATH=$(CURDIR) GEMMLAB_EXPECT_NVRTC=12. $(CUDA12)/bin/python -m pytest -p no:cacheprovider \
+	  tests/test_compile.py tests/test_arch.py
+
 # On a GPU box: tests, records and executed notebooks in one go (see .ci/gpu-session).
 gpu-session:
 	bash .ci/gpu-session
 
 clean-env:
-	rm -rf $(VENV) $(WIDGETS7)
+	rm -rf $(VENV) $(WIDGETS7) $(CUDA12)

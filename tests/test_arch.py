@@ -95,3 +95,11 @@ def test_every_kernel_at_its_defaults_runs_on_every_architecture_but_the_cp_asyn
             expected_refused = needs_cp_async and cell.arch == "sm_75"
             assert cell.runs != expected_refused, (cell.kernel, cell.arch, cell.text)
             assert cell.runs or cell.text == "refused: cp-async"
+
+
+def test_the_toolchain_is_the_one_this_run_expects():
+    """`make test-cuda12` sets GEMMLAB_EXPECT_NVRTC=12.: the compile tests there ran with NVRTC 12."""
+    import os
+
+    from gemmlab import toolchain
+    assert toolchain.nvrtc_build().startswith(os.environ.get("GEMMLAB_EXPECT_NVRTC", ""))

@@ -43,10 +43,10 @@ def test_compiles_at_default_and_extreme_configs(name, cfg, arch, tmp_path, monk
         return
     build = compile_kernel(name, cfg, arch)
     assert build.cubin[:4] == b"\x7fELF"
-    assert f"\t.target\t{arch}\n" in sass.disassemble(build), "SASS for this architecture, not PTX for the driver"
+    assert sass.target_arch(build) == arch, "SASS for this architecture, not PTX for the driver"
     r = build.resources
     assert 0 < r.registers <= 255
-    if arch in ARCHS_TESTED:   # elsewhere a spill is reported, not refused (05 at 1024 threads spills on sm_75)
+    if arch in ARCHS_TESTED:   # elsewhere a spill is reported, not refused (05 at 1024 threads: sm_75, 86-89, 120)
         assert not r.spills, build.report()
     assert r.static_smem == KERNELS[name].static_smem(cfg), "the registry's shared-memory model matches the cubin"
     assert build.occupancy.blocks_per_sm >= 1
@@ -177,3 +177,16 @@ def test_unrolling_the_pipeline_k_loop_scales_its_ffmas():
         assert ffma / len(ops) > 0.8
     loads = [sum(op.startswith("LDS") for op in hot[u]) for u in (4, 8, 16)]
     assert loads[0] < loads[1] < loads[2]
+
+
+def test_what_chapter_09_says_of_its_compile_reports():
+    """09's prose reads three compile reports whose exact figures are not compared (a build of 200-odd
+    registers is where ptxas was seen to vary by host; docs/toolchain.md): the defaults fill the 255
+    registers without spilling, two stages take fewer, and MINB=2's cap of 128 spills."""
+    spec = KERNELS["09_pipeline"]
+    four, two = compile_kernel(spec, {}), compile_kernel(spec, {"STAGES": 2})
+    assert four.resources.registers == 255 and not four.resources.spills
+    assert two.resources.registers < four.resources.registers and not two.resources.spills
+    capped = compile_kernel(spec, {"BM": 128, "BN": 128, "WM": 32, "WN": 64, "MINB": 2})
+    assert capped.resources.registers == 128 and capped.resources.spills
+    assert capped.occupancy.blocks_per_sm == 2 and four.occupancy.blocks_per_sm == 1
