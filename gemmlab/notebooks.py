@@ -19,19 +19,20 @@ _PROGRESS = re.compile(r"\d+%\|.*\| *\d+/\d+ \[")
 
 # Every chapter's first code cell. On Colab and Kaggle gemmlab is not installed when a chapter opens:
 # the cell installs it from the course's checkout with the CUDA toolchain that matches the driver
-# (CuPy too where the platform has none; its own CuPy and ipywidgets are kept), and makes it
-# importable at once. Anywhere else it
-# does nothing and prints nothing. It cannot call gemmlab (not importable yet), so it is the one
-# cell that is not a call into the package; a test keeps every notebook's copy the same as this.
+# (CUDA 13's where there is no GPU; CuPy too where there is a GPU and the platform has no CuPy; its
+# own CuPy and ipywidgets are kept), and makes it importable at once. Anywhere else it does nothing
+# and prints nothing. It cannot call gemmlab (not importable yet), so it is the one cell that is not
+# a call into the package; a test keeps every notebook's copy the same as this.
 SETUP = """\
 # Colab or Kaggle: install the course from its checkout once (README: "Colab and Kaggle"). Elsewhere: nothing.
-import importlib.util, os, subprocess, sys
+import importlib.util, os, shutil, subprocess, sys
 if importlib.util.find_spec("gemmlab") is None and ("google.colab" in sys.modules or "KAGGLE_KERNEL_RUN_TYPE" in os.environ):
     course = next((d for d in ("..", "/content/gemmlab", "/kaggle/working/gemmlab") if os.path.isfile(f"{d}/pyproject.toml")), None)
     if course is None:
         raise SystemExit("First clone the course: !git clone <the course's repository URL> /content/gemmlab  (Kaggle: /kaggle/working/gemmlab)")
-    cuda = "13" if "CUDA Version: 13" in subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout else "12"
-    extras = f"cuda{cuda}" + ("" if importlib.util.find_spec("cupy") else f",gpu{cuda}")   # a CuPy already there stays
+    smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout if shutil.which("nvidia-smi") else ""
+    cuda = "12" if "CUDA Version: 12" in smi else "13"   # no GPU: compile-only, CUDA 13's NVRTC
+    extras = f"cuda{cuda}" + (f",gpu{cuda}" if smi and not importlib.util.find_spec("cupy") else "")   # a CuPy already there stays
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", f"{course}[{extras}]"], check=True)
     sys.path.insert(0, os.path.abspath(course))   # importable now; the next session finds the install
 """

@@ -83,9 +83,10 @@ class _Ran:
         return subprocess.CompletedProcess(cmd, 0, "| NVIDIA-SMI 550.54  Driver Version: 550.54  CUDA Version: 12.4 |", "")
 
 
-def _run_setup(monkeypatch, tmp_path, platform: str, installed: bool, checkout: bool) -> _Ran:
+def _run_setup(monkeypatch, tmp_path, platform: str, installed: bool, checkout: bool, gpu: bool = True) -> _Ran:
     """SETUP executed as a notebook would, on a pretend platform, with subprocess.run recorded."""
     import importlib.util
+    import shutil
     import subprocess
     import sys
     import types
@@ -108,6 +109,7 @@ def _run_setup(monkeypatch, tmp_path, platform: str, installed: bool, checkout: 
     monkeypatch.chdir(notebooks)
     ran = _Ran()
     monkeypatch.setattr(subprocess, "run", ran)
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}" if gpu else None)
     monkeypatch.setattr(sys, "path", list(sys.path))
     exec(SETUP, {})
     return ran
@@ -147,3 +149,9 @@ def test_saved_widgets_read_as_a_sentence_where_they_are_not_drawn(path):
             if "application/vnd.jupyter.widget-view+json" in data:
                 text = "".join(data["text/plain"])
                 assert text.startswith("[") and "run this cell" in text and "children=" not in text, text
+
+
+def test_on_a_hosted_runtime_with_no_gpu_the_setup_installs_the_compile_only_toolchain(monkeypatch, tmp_path):
+    import sys
+    ran = _run_setup(monkeypatch, tmp_path, "kaggle", installed=False, checkout=True, gpu=False)
+    assert ran.commands == [[sys.executable, "-m", "pip", "install", "-q", "-e", "..[cuda13]"]], "no nvidia-smi, no CuPy"
