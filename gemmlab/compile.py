@@ -12,6 +12,7 @@ import json
 import os
 import re
 import sys
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -192,8 +193,19 @@ def _options(params: Params, arch: str) -> list[str]:
     return [f"-arch={arch}", *BASE_OPTIONS, *(f"-D{k}={v}" for k, v in sorted(params.items()))]
 
 
+# One NVRTC compile at a time in a process: compiles run side by side in threads of one process were
+# seen to give different code now and then (a spill, a few more registers or instructions; never
+# reproduced on demand: docs/toolchain.md). precompile() runs compiles in parallel in processes.
+_ONE_COMPILE_AT_A_TIME = threading.Lock()
+
+
 def nvrtc_compile(source: bytes, name: str, options: list[str]) -> tuple[bool, bytes, str]:
     """(compiled?, cubin, log) of one source with NVRTC; what compile_kernel and the probes share."""
+    with _ONE_COMPILE_AT_A_TIME:
+        return _nvrtc_compile(source, name, options)
+
+
+def _nvrtc_compile(source: bytes, name: str, options: list[str]) -> tuple[bool, bytes, str]:
     nvrtc = toolchain.nvrtc()  # cuda.bindings.nvrtc: every call returns (nvrtcResult, *outputs)
     success = nvrtc.nvrtcResult.NVRTC_SUCCESS
     status, prog = nvrtc.nvrtcCreateProgram(source, name.encode(), 0, [], [])
@@ -247,3 +259,29 @@ def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch:
         resources = Resources.of(image, sass.opcodes(cubin_path))
         files.write_atomic(res_path, json.dumps(asdict(resources)))
     return Build(spec.name, full, arch, cubin_path, log, resources, compiler, found is not None)
+
+
+def _warm(job: tuple[str, dict | None, str]) -> None:
+    try:
+        compile_kernel(*job)
+    except Exception:   # left for the caller's own compile_kernel to raise, with its message
+        pass
+
+
+def precompile(jobs: list[tuple[str, dict | None, str]], progress: bool = False) -> None:
+    """Fill the compile cache for many (kernel name, params, arch) at once, one worker process per
+    core (see _ONE_COMPILE_AT_A_TIME for why not threads). Compile errors are not raised here: the
+    caller's compile_kernel of the same job raises them (or finds the cubin in the cache)."""
+    unique = list({json.dumps(job, sort_keys=True): job for job in jobs}.values())
+    workers = min(os.cpu_count() or 1, len(unique))
+    if workers <= 1:
+        for job in unique:
+            _warm(job)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from tqdm.auto import tqdm
+    # spawn, not fork: the parent may hold CUDA state or threads (a notebook's kernel)
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(tqdm(pool.map(_warm, unique), total=len(unique), desc="compile", disable=not progress))

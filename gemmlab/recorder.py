@@ -130,15 +130,11 @@ def _profile_runs(results: list[dict], specs: list[KernelSpec] | None = None) ->
 
 
 def _precompile(jobs: list[tuple[KernelSpec, dict]], progress: bool) -> None:
-    """Compile every configuration about to be measured, in parallel (NVRTC runs outside the GIL),
-    so the measuring loop only loads cubins."""
-    from concurrent.futures import ThreadPoolExecutor
-    from .compile import compile_kernel
+    """Compile every configuration about to be measured, in parallel (compile.precompile), so the
+    measuring loop only loads cubins."""
+    from .compile import precompile
     arch = device.facts().arch
-    unique = list({(spec.name, tuple(sorted(cfg.items()))): (spec, cfg) for spec, cfg in jobs}.values())
-    with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-        list(tqdm(pool.map(lambda job: compile_kernel(job[0], job[1], arch), unique), total=len(unique),
-                  desc="compile", disable=not progress))
+    precompile([(spec.name, cfg, arch) for spec, cfg in jobs], progress)
 
 
 def _save(path: Path, data: dict) -> None:

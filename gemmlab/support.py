@@ -3,12 +3,10 @@ architecture in arch.py, or refused before compiling by the rule that names the 
 needed (NVRTC from pip)."""
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from . import arch as archs, registry
-from .compile import compile_kernel
+from .compile import compile_kernel, precompile
 from .spec import IllegalConfig
 
 
@@ -33,10 +31,10 @@ def _cell(kernel: str, arch: str, params: dict | None) -> Cell:
 
 def matrix(kernels: list[str] | None = None, arch_names: list[str] | None = None,
            params: dict | None = None) -> list[list[Cell]]:
-    """One row per kernel, one cell per architecture, compiled in parallel (NVRTC releases the GIL)."""
+    """One row per kernel, one cell per architecture, compiled in parallel (compile.precompile)."""
     names = [registry.get(k).name for k in kernels] if kernels else list(registry.KERNELS)
     arch_names = [archs.get(a).name for a in arch_names] if arch_names else list(archs.ARCHS)
     jobs = [(k, a) for k in names for a in arch_names]
-    with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-        cells = list(pool.map(lambda job: _cell(*job, params), jobs))
+    precompile([(k, params, a) for k, a in jobs])     # in parallel; the cells below read the cache
+    cells = [_cell(k, a, params) for k, a in jobs]
     return [cells[i:i + len(arch_names)] for i in range(0, len(cells), len(arch_names))]

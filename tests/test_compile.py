@@ -1,11 +1,9 @@
 """Compilation with NVRTC from pip: no GPU needed."""
-import os
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from gemmlab import arch as archs, registry, sass, spec as spec_module
-from gemmlab.compile import ARCHS, CompileError, compile_kernel
+from gemmlab.compile import ARCHS, CompileError, compile_kernel, precompile
 from gemmlab.registry import KERNELS
 from gemmlab.spec import IllegalConfig
 
@@ -16,17 +14,10 @@ EVERY_ARCH = tuple(archs.ARCHS)            # compiles, or is refused by a rule n
 
 @pytest.fixture(scope="module", autouse=True)
 def compiled_in_parallel():
-    """Every case compiled once up front, as many at a time as there are cores (NVRTC releases the
-    GIL), into the session's fresh cache: the tests below then check the builds. A case that fails
-    to compile is not cached, so its test compiles it again and reports the error."""
-    def build(job):
-        try:
-            compile_kernel(*job)
-        except Exception:
-            pass
-    jobs = [(name, cfg, arch) for name, cfg in CASES for arch in EVERY_ARCH]
-    with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-        list(pool.map(build, jobs))
+    """Every case compiled once up front, a process per core (compile.precompile), into the session's
+    fresh cache: the tests below then check the builds. A case that fails to compile is not cached,
+    so its test compiles it again and reports the error."""
+    precompile([(name, cfg, arch) for name, cfg in CASES for arch in EVERY_ARCH])
 
 
 @pytest.mark.parametrize("arch", EVERY_ARCH)
