@@ -61,28 +61,30 @@ lab: env-lab
 test: env
 	$(PY) -m pytest --nbval --nbval-current-env tests notebooks
 
-# The notebooks and the widget test again under ipywidgets 7.7, the major Colab's front end supports:
-# a second, small environment that holds only ipywidgets 7 and what it needs, and borrows everything
-# else from $(VENV) (a path line, so that environment's editable gemmlab is not used: PYTHONPATH is).
+# $(call borrowing_env,DIR,PACKAGES): a second small environment in DIR that holds only PACKAGES and
+# borrows everything else from $(VENV) (a path line, so $(VENV)'s editable gemmlab is not used there:
+# the targets below set PYTHONPATH).
+PURELIB = -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'
+define borrowing_env
+@test -x $(1)/bin/python || $(PYTHON) -m venv --without-pip $(1)
+@site=$$($(1)/bin/python $(PURELIB)); $(PY) $(PURELIB) > $$site/borrowed.pth; \
+  $(PIP) install -q $(PIP_SOURCE) --no-deps --upgrade --target $$site $(2)
+endef
+
+# The notebooks and the widget test again under ipywidgets 7.7, the major Colab's front end supports.
 WIDGETS7 = .venv-widgets7
 WIDGETS7_PKGS = "ipywidgets==7.7.5" "widgetsnbextension~=3.6.0" "jupyterlab-widgets>=1,<3" "ipython-genutils~=0.2.0"
 test-widgets7: env
-	@test -x $(WIDGETS7)/bin/python || $(PYTHON) -m venv --without-pip $(WIDGETS7)
-	@site=$$($(WIDGETS7)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
-	  $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' > $$site/borrowed.pth; \
-	  $(PIP) install -q $(PIP_SOURCE) --no-deps --upgrade --target $$site $(WIDGETS7_PKGS)
+	$(call borrowing_env,$(WIDGETS7),$(WIDGETS7_PKGS))
 	PYTHONPATH=$(CURDIR) GEMMLAB_EXPECT_IPYWIDGETS=7 $(WIDGETS7)/bin/python -m pytest -p no:cacheprovider --nbval --nbval-current-env \
 	  tests/test_widgets.py notebooks
 
 # The compile and architecture tests again with the CUDA 12 toolchain (NVRTC 12.9 through cuda-bindings
-# 12.9), a learner's with a CUDA 12 driver: a second small environment, the rest borrowed from $(VENV).
+# 12.9), a learner's with a CUDA 12 driver.
 CUDA12 = .venv-cuda12
 CUDA12_PKGS = "nvidia-cuda-nvrtc-cu12==12.9.86" "cuda-bindings>=12.9,<13"
 test-cuda12: env
-	@test -x $(CUDA12)/bin/python || $(PYTHON) -m venv --without-pip $(CUDA12)
-	@site=$$($(CUDA12)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
-	  $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' > $$site/borrowed.pth; \
-	  $(PIP) install -q $(PIP_SOURCE) --no-deps --upgrade --target $$site $(CUDA12_PKGS)
+	$(call borrowing_env,$(CUDA12),$(CUDA12_PKGS))
 	PYTHONPATH=$(CURDIR) GEMMLAB_EXPECT_NVRTC=12. $(CUDA12)/bin/python -m pytest -p no:cacheprovider \
 	  tests/test_compile.py tests/test_arch.py
 

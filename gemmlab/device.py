@@ -62,11 +62,11 @@ def why_unavailable() -> str:
     except Exception as exc:
         return f"CuPy is not installed or does not load ({type(exc).__name__}); timings come from recorded runs"
     try:
-        found = cupy.cuda.runtime.getDeviceCount() > 0
+        unsupported = cupy.cuda.runtime.getDeviceCount() > 0 and _unsupported(cupy)
     except Exception:
-        found = False
-    if found and _unsupported(cupy):
-        return f"this GPU cannot run the course: {_unsupported(cupy)}; timings come from recorded runs"
+        unsupported = ""
+    if unsupported:
+        return f"this GPU cannot run the course: {unsupported}; timings come from recorded runs"
     return "no CUDA device is visible to CuPy; timings come from recorded runs"
 
 

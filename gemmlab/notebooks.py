@@ -94,26 +94,20 @@ def execute(paths: list[str], timeout: int = 1800) -> int:
     return 1 if failures else 0
 
 
-def strip(paths: list[str]) -> int:
+def rewrite(paths: list[str], change) -> int:
+    """Apply `change(nb)` to each notebook, writing back those it changed (it returns truthy)."""
     import nbformat
     for path in paths:
         nb = nbformat.read(path, as_version=4)
-        if strip_progress(nb):
-            nbformat.write(nb, path)
-    return 0
-
-
-def setup(paths: list[str]) -> int:
-    import nbformat
-    for path in paths:
-        nb = nbformat.read(path, as_version=4)
-        if setup_cell(nb):
+        if change(nb):
             nbformat.write(nb, path)
     return 0
 
 
 if __name__ == "__main__":
-    commands = {"execute": execute, "strip": strip, "setup": setup}
+    commands = {"execute": execute,
+                "strip": lambda paths: rewrite(paths, strip_progress),
+                "setup": lambda paths: rewrite(paths, setup_cell)}
     if len(sys.argv) < 3 or sys.argv[1] not in commands:
         raise SystemExit(__doc__)
     sys.exit(commands[sys.argv[1]](sys.argv[2:]))

@@ -50,6 +50,15 @@ def _beside(rec: Record | None, spec: KernelSpec, params: Params, size) -> dict 
         return None
 
 
+def _beside_section(rec: Record | None, name: str, what: str):
+    if rec is None:
+        return None
+    try:
+        return rec.section(name, what)
+    except LookupError:        # that programme not recorded there
+        return None
+
+
 class Recorded:
     """No GPU here: every figure comes from the record, labelled with its device and date."""
 
@@ -59,6 +68,9 @@ class Recorded:
         self.rec, self.why = rec, why
 
     def beside(self, spec: KernelSpec, params: Params, size) -> dict | None:
+        return None
+
+    def beside_section(self, name: str, what: str):
         return None
 
     @property
@@ -116,6 +128,10 @@ class Live:
     def beside(self, spec: KernelSpec, params: Params, size) -> dict | None:
         """The reference record's row for the same configuration and size, or None."""
         return _beside(self.reference, spec, params, size)
+
+    def beside_section(self, name: str, what: str):
+        """The reference record's whole programme (chapter 00's, the ladder, ...), or None."""
+        return _beside_section(self.reference, name, what)
 
     @functools.cached_property
     def _copy_gbs(self) -> float:

@@ -70,13 +70,8 @@ def show_cublas_sweep() -> None:
 
 def _reference_sweep() -> dict[int, float]:
     """cuBLAS GFLOP/s per size in the reference record, beside a GPU that has no record of its own."""
-    ref = source.here().reference
-    if ref is None:
-        return {}
-    try:
-        return {r["size"]: r["gflops"] for r in ref.section("chapter00", "chapter 00's measurements")["cublas_sweep"]}
-    except LookupError:
-        return {}
+    ref = source.here().beside_section("chapter00", "chapter 00's measurements")
+    return {r["size"]: r["gflops"] for r in ref["cublas_sweep"]} if ref else {}
 
 
 def show_cublas_roofline() -> None:

@@ -84,13 +84,8 @@ def show_final_table(name: str) -> None:
     rows = [r for r in src.campaign("final", "the final table",
                                     lambda: campaigns.measure_final(spec, lambda shape: src.config_at(spec, shape)))
             if r["kernel"] == spec.name]
-    ref = {}
-    if src.reference is not None:
-        try:
-            ref = {records.shape_key(r): r["ratio"] for r in src.reference.section("final", "the final table")
-                   if r["kernel"] == spec.name}
-        except LookupError:
-            pass
+    ref = {records.shape_key(r): r["ratio"] for r in src.beside_section("final", "the final table") or []
+           if r["kernel"] == spec.name}
     body = [[records.shape_label(records.shape_key(r)), spec.changes_label(r["params"]) or "the defaults",
              f"{r['gflops'] / 1e3:.2f}", f"{r['spread']:.1%}", f"{r['cublas_gflops'] / 1e3:.2f}",
              f"{r['cublas_spread']:.1%}", f"{r['ratio']:.3f}", r["reps"], f"{r['rel_err']:.1e}",

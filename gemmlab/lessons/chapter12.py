@@ -13,12 +13,9 @@ def show_ladder_over_shapes() -> None:
                         lambda: campaigns.measure_ladder(source.record().data["results"]))
     shapes = [tuple(s) for s in course.LADDER_SHAPES]
     text = _ladder_table(rows, shapes) + "\n\nTFLOP/s (share of cuBLAS timed in the same run). *" + src.label + "*"
-    if src.reference is not None:       # a GPU with no record of its own: the H100's ladder beside it
-        try:
-            ref_rows = src.reference.section("ladder", "the ladder over sizes")
-            text += f"\n\nBeside it, {src.reference.label}:\n\n" + _ladder_table(ref_rows, shapes)
-        except LookupError:
-            pass
+    beside = src.beside_section("ladder", "the ladder over sizes")   # a GPU with no record of its own
+    if beside:
+        text += f"\n\nBeside it, {src.reference.label}:\n\n" + _ladder_table(beside, shapes)
     markdown(text)
     plots.ladder(rows, shapes, src.label, {name: spec.title for name, spec in registry.KERNELS.items()})
 

@@ -1,7 +1,6 @@
 """Chapter 09: 08's warp tiling fed by cp.async copies through a STAGES-deep pipeline."""
 from ..spec import Evidence, Exercise, KernelSpec
-from .pipelined import cp_async_rule, owner, params, rules, smem, thread_tile
-from .shared import outer_smem_word, warp_threads
+from .pipelined import kernel_fields, params, rules
 
 # 128 x 128 tiles of eight 32 x 64 warp tiles: 64 accumulators a thread, so a cap of 128 registers
 # (two blocks per SM) leaves room for operands. The chapter's MINB experiment runs on them.
@@ -11,14 +10,8 @@ SPEC = KernelSpec(
     name="09_pipeline", chapter=9, title="09 pipeline",
     technique="08's warp tiling fed by cp.async copies through a STAGES-deep shared-memory pipeline",
     params=params(),
-    threads=warp_threads, tile=lambda p: (p["BM"], p["BN"]),
     rules=rules(),
-    arch_rules=(cp_async_rule(),),
-    k_tile=lambda p: p["BK"],
-    smem_word=outer_smem_word(a_transposed=True),
-    owner=owner,
-    thread_tile=thread_tile,
-    dynamic_smem=smem,
+    **kernel_fields(),
     steps=(("128 x 128 tiles, registers as the compiler likes (MINB=1)", {**_HALF_TILES, "MINB": 1}),
            ("128 x 128 tiles, registers capped for two blocks per SM (MINB=2)", {**_HALF_TILES, "MINB": 2}),
            ("128 x 256 tiles, one block per SM: two stages", {"STAGES": 2}),

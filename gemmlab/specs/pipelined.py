@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from .. import arch
 from ..spec import ArchRule, Param, Rule
-from .shared import (accumulator_rule, accumulators, divides, snake_interior_params, unroll_within_tile,
-                     warp_grid_rules, warp_threads)
+from .shared import (accumulator_rule, accumulators, divides, outer_smem_word, snake_interior_params,
+                     unroll_within_tile, warp_grid_rules, warp_threads)
 
 
 def owner(p, r: int, c: int) -> int:
@@ -67,6 +67,13 @@ def cp_async_rule() -> ArchRule:
                     lambda p, a: (f"cp.async needs sm_80 or newer; {a.name} ({a.examples}) has no asynchronous copy. "
                                   f"There, chapter 07's kernel pipelines the tiles through registers, and chapter "
                                   f"08's is the fastest that runs"))
+
+
+def kernel_fields() -> dict:
+    """The KernelSpec fields 09, 10 and 11 share: warp-tile geometry, cp.async, the staged tiles."""
+    return dict(threads=warp_threads, tile=lambda p: (p["BM"], p["BN"]), arch_rules=(cp_async_rule(),),
+                k_tile=lambda p: p["BK"], smem_word=outer_smem_word(a_transposed=True), owner=owner,
+                thread_tile=thread_tile, dynamic_smem=smem)
 
 
 def issue_rate_params() -> tuple[Param, ...]:
