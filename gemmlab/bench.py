@@ -98,12 +98,39 @@ class Check:
     tol: float
     nonfinite: int
     elementwise: float  # worst |C - ref| over its bound: <= 1 passes
+    where: str = ""      # on a failure, where the wrong elements lie: a pattern points at its cause
+    at_edge: bool = False  # they lie only in the last rows or the last columns of C
 
     def __str__(self) -> str:
         verdict = "PASS" if self.ok else "FAIL"
         bad = f", {self.nonfinite} NaN/Inf" if self.nonfinite else ""
+        where = f"; {self.where}" if self.where else ""
         return (f"{verdict}: relative error {self.rel_err:.2e} (tolerance {self.tol:.2e}{bad}), "
-                f"worst element at {self.elementwise:.0%} of its bound")
+                f"worst element at {self.elementwise:.0%} of its bound{where}")
+
+
+def _span(index, n: int, what: str) -> tuple[str, bool]:
+    """Rows (or columns) `index` of n, in words, and whether they are the last ones and not all."""
+    if len(index) == n:
+        return f"every {what}", False
+    lo, hi = int(index[0]), int(index[-1])
+    last = hi == n - 1 and hi - lo + 1 == len(index)
+    if len(index) == 1:
+        return f"{what} {lo}" + (" (the last)" if last else ""), last
+    if hi - lo + 1 == len(index):
+        return f"{what}s {lo}-{hi}" + (f" (the last {len(index)})" if last else ""), last
+    return f"{len(index)} {what}s between {lo} and {hi}", False
+
+
+def _where_wrong(bad) -> tuple[str, bool]:
+    cp = device.cupy()
+    rows = cp.nonzero(bad.any(axis=1))[0].get()
+    cols = cp.nonzero(bad.any(axis=0))[0].get()
+    if not len(rows):
+        return "no element past its own bound, but the error over C too large", False
+    (in_rows, last_rows), (in_cols, last_cols) = _span(rows, bad.shape[0], "row"), _span(cols, bad.shape[1], "column")
+    return (f"{int(bad.sum()):,} of {bad.size:,} elements wrong, in {in_rows} and {in_cols}",
+            last_rows or last_cols)
 
 
 def check(ops: Operands) -> Check:
@@ -114,7 +141,7 @@ def check(ops: Operands) -> Check:
     ref = ops.reference()
     tol = tolerance(p.K)
     if nonfinite:
-        return Check(False, float("inf"), tol, nonfinite, float("inf"))
+        return Check(False, float("inf"), tol, nonfinite, float("inf"), *_where_wrong(~cp.isfinite(out)))
     err = cp.abs(out - ref)
     rel = float(cp.linalg.norm(err)) / (float(cp.linalg.norm(ref)) or 1.0)
     scale = abs(p.alpha) * (cp.abs(ops.A).astype(cp.float64) @ cp.abs(ops.B).astype(cp.float64))
@@ -122,7 +149,9 @@ def check(ops: Operands) -> Check:
         scale += abs(p.beta) * cp.abs(ops.C0).astype(cp.float64)
     bound = (p.K + 2) * UNIT_ROUNDOFF * scale + 1e-30
     worst = float((err / bound).max())
-    return Check(rel <= tol and worst <= 1.0, rel, tol, 0, worst)
+    if rel <= tol and worst <= 1.0:
+        return Check(True, rel, tol, 0, worst)
+    return Check(False, rel, tol, 0, worst, *_where_wrong(err > bound))
 
 
 # --- launching ---------------------------------------------------------------------------------

@@ -105,6 +105,26 @@ class DeviceFacts:
 
 
 @functools.lru_cache(maxsize=None)
+def cuda_errors() -> tuple[type, ...]:
+    """What CuPy raises when a kernel faults (through the runtime or the driver API)."""
+    from cupy_backends.cuda.api import driver, runtime
+    return runtime.CUDARuntimeError, driver.CUDADriverError
+
+
+_FAULTS = {"ILLEGALADDRESS": "an access outside A, B, C or the shared tiles",
+           "MISALIGNEDADDRESS": "a vector access at an address that is not a multiple of its width",
+           "ILLEGALINSTRUCTION": "often a barrier that not every thread of the block reaches",
+           "LAUNCHFAILED": "the kernel faulted"}
+
+
+def cuda_error_words(exc: Exception) -> str:
+    """CUDA's own name for a fault, and what usually causes it in a GEMM kernel."""
+    text = str(exc).strip()
+    key = text.split(":")[0].upper().replace("_", "").removeprefix("CUDAERROR")
+    gloss = _FAULTS.get(key)
+    return f"{text} ({gloss})" if gloss else text
+
+
 def facts() -> DeviceFacts | None:
     cp = _load_cupy()
     if cp is None:

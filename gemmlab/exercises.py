@@ -154,11 +154,14 @@ def _evidence(spec: KernelSpec, mine, theirs, verdict: Verdict) -> None:
             raise ValueError(f"unknown evidence kind {ev.kind!r}")
 
 
-def _wrong_shapes_message(bad: list[str], good: list[str]) -> str:
-    if good and bad:
-        return (f"wrong results at {', '.join(bad)}, right at {', '.join(good)}: look at what differs, "
-                f"usually the edge predicates (the rows and columns past M, N and K) or the leading dimensions")
-    return f"wrong results at {', '.join(bad)}"
+def _wrong_shapes_message(bad: list[str], good: list[str], first: str, check) -> str:
+    """Which shapes are wrong, and where in C at the first of them: the pattern points at the cause."""
+    text = f"wrong results at {', '.join(bad)}" + (f", right at {', '.join(good)}" if good else "")
+    text += f"; at {first}: {check.where}"
+    if good or check.at_edge:
+        text += (": look at the edge predicates (the rows and columns past M, N and K) or the leading "
+                 "dimensions")
+    return text
 
 
 def _on_gpu(spec: KernelSpec, params: dict, path: Path, verdict: Verdict) -> None:
@@ -169,7 +172,7 @@ def _on_gpu(spec: KernelSpec, params: dict, path: Path, verdict: Verdict) -> Non
     except (IllegalConfig, CompileError) as exc:            # checked before; kept for a changed file
         verdict.add(False, str(exc).splitlines()[0])
         return
-    bad, good = [], []
+    bad, good, first_wrong = [], [], None
     for shape in [Problem(*s) for s in SHAPES] + [PADDED]:
         label = f"{shape.M}x{shape.N}x{shape.K}" + (" (padded rows)" if shape.lda != shape.K else "")
         try:
@@ -177,8 +180,14 @@ def _on_gpu(spec: KernelSpec, params: dict, path: Path, verdict: Verdict) -> Non
         except UnsupportedShape as exc:
             verdict.add(True, f"{label}: refused as the chapter's kernel refuses it ({exc.rule})")
             continue
+        except device.cuda_errors() as exc:     # the context is lost: nothing more can run in this process
+            verdict.add(False, f"your kernel crashed at {label}: {device.cuda_error_words(exc)}. "
+                               f"`compute-sanitizer python -m gemmlab check {spec.name[:2]} --file {path}` "
+                               f"names the line")
+            return
         (good if check.ok else bad).append(label)
-    if not verdict.add(not bad, _wrong_shapes_message(bad, good) if bad else
+        first_wrong = first_wrong or (None if check.ok else (label, check))
+    if not verdict.add(not bad, _wrong_shapes_message(bad, good, *first_wrong) if bad else
                        f"correct at {len(good)} shapes (primes, K = 1, padded rows, a multiple of every tile)"):
         return
     ops = bench.Operands.random(Problem(TIMING_SIZE, TIMING_SIZE, TIMING_SIZE))
@@ -221,7 +230,8 @@ def _gpu_in_child(spec: KernelSpec, path: Path, verdict: Verdict) -> None:
         return
     line = next((ln for ln in reversed(done.stdout.splitlines()) if ln.startswith("{")), None)
     if line is None:
-        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-3:])
+        said = (done.stderr or done.stdout).strip().splitlines()
+        tail = "\n      ".join([ln for ln in said if re.search(r"cudaError|CUDA_ERROR", ln)][-2:] or said[-3:])
         verdict.gpu = device.facts().name
         verdict.add(False, f"the GPU check crashed (an out-of-bounds access or a misaligned vector load?):\n"
                            f"      {tail}\n      `compute-sanitizer python -m gemmlab check {spec.name[:2]} --file "
@@ -238,7 +248,10 @@ def gpu_part(chapter: str | int, file: str | Path) -> dict:
     """The GPU half of a check, for the child process: validation and timing of `file`."""
     spec = spec_of(chapter)
     verdict = Verdict(spec.name, str(file))
-    _on_gpu(spec, spec.resolve(spec.exercise.params), Path(file), verdict)
+    try:
+        _on_gpu(spec, spec.resolve(spec.exercise.params), Path(file), verdict)
+    except device.cuda_errors() as exc:          # at the timed size, after every small shape was right
+        verdict.add(False, f"your kernel crashed at {TIMING_SIZE}^3: {device.cuda_error_words(exc)}")
     return {"gpu": verdict.gpu, "lines": verdict.lines, "tflops": verdict.tflops,
             "solution_tflops": verdict.solution_tflops, "cublas_tflops": verdict.cublas_tflops}
 

@@ -125,6 +125,35 @@ def test_an_off_by_one_edge_predicate_fails_at_the_edges_only(tmp_path):
     verdict = exercises.check("02", path)
     failed = [text for ok, text in verdict.lines if not ok]
     assert len(failed) == 1 and "edge predicates" in failed[0] and "509x515x130" in failed[0]
+    assert "in row 508 (the last) and every column" in failed[0], "the wrong elements are located"
+
+
+def test_where_the_wrong_elements_lie_is_said_in_words():
+    """A wrong result's pattern in C (the last row, a band of columns) is what points at its cause."""
+    import numpy as np
+    from gemmlab.bench import _span
+    assert _span(np.array([508]), 509, "row") == ("row 508 (the last)", True)
+    assert _span(np.array([496, 497, 498]), 499, "row") == ("rows 496-498 (the last 3)", True)
+    assert _span(np.arange(515), 515, "column") == ("every column", False)
+    assert _span(np.array([3, 9]), 515, "column") == ("2 columns between 3 and 9", False)
+    assert _span(np.array([0]), 64, "row") == ("row 0", False)
+
+    class Wrong:
+        where, at_edge = "515 of 262,135 elements wrong, in row 508 (the last) and every column", True
+    text = exercises._wrong_shapes_message(["509x515x130", "1x1x1"], [], "509x515x130", Wrong())
+    assert text.startswith("wrong results at 509x515x130, 1x1x1; at 509x515x130: 515 of")
+    assert "edge predicates" in text
+    Wrong.at_edge = False
+    assert "edge predicates" not in exercises._wrong_shapes_message(["1x1x1"], [], "1x1x1", Wrong())
+
+
+def test_a_fault_is_named_in_words():
+    from gemmlab import device
+    assert "outside A, B, C" in device.cuda_error_words(
+        Exception("cudaErrorIllegalAddress: an illegal memory access was encountered"))
+    assert "not a multiple of its width" in device.cuda_error_words(
+        Exception("CUDA_ERROR_MISALIGNED_ADDRESS: misaligned address"))
+    assert device.cuda_error_words(Exception("something else")) == "something else"
 
 
 class _Facts:
@@ -168,10 +197,11 @@ def test_the_gpu_half_runs_apart_and_survives_a_hang_or_a_crash(outcome, monkeyp
 @pytest.mark.gpu
 def test_a_warp_tile_index_mistake_shows_only_on_the_gpu(tmp_path):
     """08's lane-to-patch mapping transposed: the SASS has the same instructions, so the static checks
-    pass; the GPU check finds the wrong results."""
+    pass; the GPU check finds it: wrong results, or a fault (lanes then reach past their warp's tile)
+    named with the shape it happened at."""
     path = _planted("08_warp_tiling", "lr = lane / (WSUBN / TN), lc = lane % (WSUBN / TN)",
                     "lr = lane % (WSUBN / TN), lc = lane / (WSUBN / TN)", tmp_path)
     assert exercises.check("08", path, gpu=False).passed, "nothing a static check can see"
     verdict = exercises.check("08", path)
     failed = [text for ok, text in verdict.lines if not ok]
-    assert len(failed) == 1 and failed[0].startswith("wrong results at")
+    assert len(failed) == 1 and failed[0].startswith(("wrong results at", "your kernel crashed at 509x515x130"))
