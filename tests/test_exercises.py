@@ -204,4 +204,4 @@ def test_a_warp_tile_index_mistake_shows_only_on_the_gpu(tmp_path):
     assert exercises.check("08", path, gpu=False).passed, "nothing a static check can see"
     verdict = exercises.check("08", path)
     failed = [text for ok, text in verdict.lines if not ok]
-    assert len(failed) == 1 and failed[0].startswith(("wrong results at", "your kernel crashed at 509x515x130"))
+    assert len(failed) == 1 and failed[0].startswith(("wrong results at", "your kernel crashed at"))
