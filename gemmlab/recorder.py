@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from . import bench, campaigns, course, device, identity, probes, records, registry, toolchain
+from . import bench, campaigns, course, device, files, identity, probes, records, registry, toolchain
 from .spec import KernelSpec
 
 # Nsight Compute's names for what records.STALL_REASONS lists, per issued instruction.
@@ -138,15 +138,12 @@ def _precompile(jobs: list[tuple[KernelSpec, dict]], progress: bool) -> None:
 
 
 def _save(path: Path, data: dict) -> None:
-    """Write next to the file, then rename over it: an interruption leaves the old record whole."""
+    """Whole or not at all: an interruption leaves the old record as it was."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(json.dumps(data, indent=1) + "\n")
-    os.replace(tmp, path)
+    files.write_atomic(path, json.dumps(data, indent=1) + "\n")
 
 
-def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_dir: Path = records.DATA_DIR,
+def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_dir: Path | None = None,
            progress: bool = True, ladder: bool = False, final: bool = False, profiles: bool = False,
            memory: bool = False) -> Path:
     """Measure and write a record for this GPU. Every result was validated first (bench.bench
@@ -160,7 +157,7 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
     facts = device.facts()
     if facts is None:
         raise RuntimeError(device.why_unavailable())
-    path = out_dir / f"{records.slug(facts.name)}.json"
+    path = (out_dir or records.own_dir()) / f"{records.slug(facts.name)}.json"
     everything = not (kernels or ladder or final or profiles or memory)
     # read what is there before measuring: a damaged file stops us now, not after an hour
     data = {"results": [], "sources": {}, "ncu": {}}

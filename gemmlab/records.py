@@ -7,6 +7,7 @@ of a kernel whose code has changed since are refused as stale.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -15,7 +16,25 @@ from pathlib import Path
 from . import identity, registry
 from .spec import Params
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+DATA_DIR = Path(__file__).resolve().parent / "data"    # the records shipped with the course
+CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+def own_dir() -> Path:
+    """Where this machine's `record` goes: gemmlab/data/ in a clone of the course, where it can be
+    committed; from an installed package, a folder of the user's ($GEMMLAB_RECORDS, else
+    $XDG_DATA_HOME/gemmlab/records): site-packages is no place for measurements, and a reinstall
+    would lose them."""
+    if os.environ.get("GEMMLAB_RECORDS"):
+        return Path(os.environ["GEMMLAB_RECORDS"])
+    if (CHECKOUT / "notebooks").is_dir():
+        return DATA_DIR
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "gemmlab" / "records"
+
+
+def _record_files() -> list[Path]:
+    mine = own_dir()
+    return sorted(DATA_DIR.glob("*.json")) + (sorted(mine.glob("*.json")) if mine != DATA_DIR else [])
 
 # Why warps wait, per issued instruction (Nsight Compute's warp-state counters), in the order shown.
 STALL_REASONS = ("dispatch_stall", "wait", "short_scoreboard", "no_instruction", "barrier", "math_pipe_throttle",
@@ -160,7 +179,7 @@ def load_all() -> list[Record]:
     """Every usable record file, parsed once per version of the file (notebook cells ask often). A
     damaged file is left out and reported once (records.damaged() lists them)."""
     out = []
-    for p in sorted(DATA_DIR.glob("*.json")):
+    for p in _record_files():
         mtime = p.stat().st_mtime
         if _parsed.get(p, (None,))[0] != mtime:
             _parsed[p] = (mtime, _parse(p))

@@ -37,3 +37,23 @@ def test_profiles_come_from_the_newest_record_that_has_them(monkeypatch, tmp_pat
     assert records.latest().device["name"] == "NVIDIA GeForce RTX 4090"
     assert source.record().device["name"] == shipped.device["name"], "the learner's record has no profiles"
     assert source.reference_for("NVIDIA GeForce RTX 4090") is None, "that GPU has a record of its own"
+
+
+def test_an_installed_package_records_into_a_folder_of_the_users(monkeypatch, tmp_path):
+    """From an installed package (no notebooks/ beside it) `record` writes to $XDG_DATA_HOME/gemmlab/records,
+    never into site-packages, and gemmlab reads that folder beside the shipped records; in a clone of the
+    course it writes gemmlab/data/, to be committed."""
+    assert records.own_dir() == records.DATA_DIR, "this checkout records into gemmlab/data/"
+    monkeypatch.delenv("GEMMLAB_RECORDS", raising=False)
+    monkeypatch.setattr(records, "CHECKOUT", tmp_path / "site-packages")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
+    mine = tmp_path / "share" / "gemmlab" / "records"
+    assert records.own_dir() == mine
+    shipped = records.latest()
+    mine.mkdir(parents=True)
+    (mine / "nvidia-geforce-rtx-4090.json").write_text(json.dumps(
+        {**shipped.data, "device": {**shipped.device, "name": "NVIDIA GeForce RTX 4090"}, "date": "2099-01-01"}))
+    names = {r.device["name"] for r in records.load_all()}
+    assert {"NVIDIA GeForce RTX 4090", shipped.device["name"]} <= names
+    monkeypatch.setenv("GEMMLAB_RECORDS", str(tmp_path / "elsewhere"))
+    assert records.own_dir() == tmp_path / "elsewhere"
