@@ -1,4 +1,4 @@
-"""gemmlab's command line: info, compile, sass, bench, run, sweep, tune, check, record."""
+"""gemmlab's command line: info, compile, sass, plan, bench, run, sweep, tune, check, record."""
 from __future__ import annotations
 
 import argparse
@@ -96,6 +96,12 @@ def cmd_sass(args) -> int:
     from .compile import compile_kernel
     build = compile_kernel(args.kernel, _defines(args.define), args.arch)
     print(sass.disassemble(build) if args.full else sass.summary(build))
+    return 0
+
+
+def cmd_plan(args) -> int:
+    from . import plan
+    print(plan.launch(*args.size, kernel=args.kernel, params=_defines(args.define)))
     return 0
 
 
@@ -254,6 +260,12 @@ def main(argv: list[str] | None = None) -> int:
         if name == "sass":
             p.add_argument("--full", action="store_true")
         p.set_defaults(fn=fn)
+    p = sub.add_parser("plan", help="a shape's launch in numbers: tiles, waves, copy path, roofline, and what "
+                                    "costs it speed (no GPU needed)")
+    p.add_argument("size", nargs=3, type=_positive, metavar=("M", "N", "K"))
+    p.add_argument("--kernel", help="a kernel name or chapter number (default: the final kernel)")
+    p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE", help="set a tunable")
+    p.set_defaults(fn=cmd_plan)
     p = sub.add_parser("bench", help="validate and time kernels against cuBLAS (GPU)")
     p.add_argument("kernel", nargs="+")
     p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE")

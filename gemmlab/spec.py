@@ -199,6 +199,9 @@ class KernelSpec:
     # What the kernel needs of the architecture beyond the shared memory every kernel's tiles need
     # (e.g. cp.async); checked by check_arch with that one.
     arch_rules: tuple[ArchRule, ...] = ()
+    # How many tiles of a problem take the kernel's fast copy path (a model of its code, for
+    # plan.py's findings); None: not modelled.
+    fast_tiles: Callable[[Params, Problem], int] | None = None
 
     @property
     def path(self) -> Path:
@@ -305,6 +308,23 @@ class KernelSpec:
             if not rule.holds(params, problem):
                 raise UnsupportedShape(self.name, rule.name, rule.message(params, problem))
 
+    def tiles(self, params: Params, problem: Problem) -> int:
+        """Tiles of C, one block each unless split."""
+        rows, cols = self.tile(params)
+        return -(-problem.M // rows) * -(-problem.N // cols)
+
+    def k_steps(self, params: Params, problem: Problem) -> int:
+        """Steps of a whole tile's K loop (1 for a kernel that stages no tiles)."""
+        return -(-problem.K // self.k_tile(params)) if self.k_tile else 1
+
+    def split_count(self, params: Params, problem: Problem, slots: int) -> int:
+        """Tiles the launch cuts into split(params) pieces along K (split_tiles's plan; 0: none)."""
+        pieces = self.split(params)
+        if pieces < 2:
+            return 0
+        grid, _ = self.launch(params, problem, slots)
+        return (grid[0] * grid[1] * grid[2] - self.tiles(params, problem)) // (pieces - 1)
+
     def launch(self, params: Params, problem: Problem,
                slots: int | None = None) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         """(grid, block) for a problem: one block per tile of C. For a kernel that splits tiles
@@ -316,7 +336,7 @@ class KernelSpec:
         pieces = self.split(params)
         if pieces > 1:
             tiles = tiles_n * tiles_m
-            split = split_tiles(tiles, -(-problem.K // params["BK"]), slots, pieces, self.split_flags) if slots else 0
+            split = split_tiles(tiles, self.k_steps(params, problem), slots, pieces, self.split_flags) if slots else 0
             blocks = tiles + split * (pieces - 1)
             if blocks > 2**31 - 1:
                 raise UnsupportedShape(self.name, "grid-x-limit",
@@ -403,21 +423,29 @@ def _shared_per_block_rule(spec: "KernelSpec") -> ArchRule:
 PIECE_COST = 5
 
 
+def split_time(tiles: int, tiles_k: int, slots: int, pieces: int, split: int) -> float:
+    """The time `tiles` take on `slots` block slots, in units of one whole tile's time, with the last
+    `split` of them cut into `pieces` along K: a piece costs 1/pieces of a tile's time plus
+    PIECE_COST of its `tiles_k` K tiles (filling the pipeline, and adding into C)."""
+    if not split:
+        return float(-(-tiles // slots))
+    return (tiles - split) / slots + -(-split * pieces // slots) * (1 / pieces + PIECE_COST / tiles_k)
+
+
 def split_tiles(tiles: int, tiles_k: int, slots: int, pieces: int, flags: int) -> int:
     """How many of the last tiles to split into `pieces` runs along K (0: none), so that the
     last wave keeps every one of `slots` block slots busy, splitting at most `flags` tiles.
 
     Tiles run in waves of `slots`. The candidates are the tiles of the last partial wave, and those
-    plus one full wave. A piece costs 1/pieces of a tile's time plus PIECE_COST K tiles (filling
-    the pipeline, and adding into C); the choice is the one with the shortest estimate, and
-    splitting must save at least 1% of a tile's time."""
+    plus one full wave; the choice is the one with the shortest split_time, and splitting must save
+    at least 1% of a tile's time."""
     if pieces < 2 or tiles_k < pieces or slots < 1:
         return 0
-    best, best_time = 0, float(-(-tiles // slots))
+    best, best_time = 0, split_time(tiles, tiles_k, slots, pieces, 0)
     for split in (tiles % slots, tiles % slots + slots):
         if not 0 < split <= min(tiles, flags):
             continue
-        time = (tiles - split) / slots + -(-split * pieces // slots) * (1 / pieces + PIECE_COST / tiles_k)
+        time = split_time(tiles, tiles_k, slots, pieces, split)
         if time < best_time - 0.01:
             best, best_time = split, time
     return best

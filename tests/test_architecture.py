@@ -18,7 +18,7 @@ LAYERS = [
     ["lessons"],
     ["recorder"],
     ["widgets"],
-    ["campaigns"],
+    ["campaigns", "plan"],
     ["source"],
     ["figures"],
     ["tune", "exercises"],

@@ -255,13 +255,9 @@ def waves(spec: KernelSpec, params: Params, problem: Problem, slots: int) -> Wav
     """Blocks in grid order (spec.launch: the whole tiles, then the pieces of the split tiles)
     taken by the first free slot. Time in tiles: a whole tile takes 1, a piece 1/pieces of it plus
     PIECE_COST K tiles of its own (the estimate split_tiles decides by)."""
-    rows, cols = spec.tile(params)
-    tiles = -(-problem.M // rows) * -(-problem.N // cols)
-    pieces = spec.split(params)
-    tiles_k = -(-problem.K // spec.k_tile(params)) if spec.k_tile else 1
-    grid, _ = spec.launch(params, problem, slots)
-    blocks = grid[0] * grid[1] * grid[2]
-    split = (blocks - tiles) // (pieces - 1) if pieces > 1 else 0   # the launch's plan (spec.split_tiles)
+    tiles, tiles_k, pieces = spec.tiles(params, problem), spec.k_steps(params, problem), spec.split(params)
+    split = spec.split_count(params, problem, slots)          # the launch's plan (spec.split_tiles)
+    blocks = tiles + split * (pieces - 1)
     piece = 1 / pieces + PIECE_COST / tiles_k
     free = [(0.0, s) for s in range(slots)]
     runs = []

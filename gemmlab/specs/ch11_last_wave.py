@@ -1,7 +1,7 @@
 """Chapter 11: 10's kernel, with the tiles of a last partial wave split along K (SPLIT)."""
 from .. import course
 from ..spec import Exercise, KernelSpec, Param, ShapeSearch
-from .pipelined import issue_rate_params, kernel_fields, params, rules, spread_rule
+from .pipelined import fast_tiles, issue_rate_params, kernel_fields, params, rules, spread_rule
 
 SPEC = KernelSpec(
     name="11_last_wave", chapter=11, title="11 last wave",
@@ -12,7 +12,7 @@ SPEC = KernelSpec(
                   "that no SM idles at the end (1: never)", slider=(1,))),
     split=lambda p: p["SPLIT"], split_flags=4096,
     rules=(*rules(), spread_rule()),
-    **kernel_fields(),
+    **kernel_fields(), fast_tiles=fast_tiles,
     shape_search=ShapeSearch(course.FINAL_SHAPES, course.FINAL_CANDIDATES, course.FINAL_REPS),
     exercise=Exercise(
         task="Make the pieces of a split tile take turns: a piece after the first waits until the piece before "

@@ -3,7 +3,7 @@ through a STAGES-deep pipeline (kernels/09_pipeline.cu and the two kernels built
 from __future__ import annotations
 
 from .. import arch
-from ..spec import ArchRule, Param, Rule
+from ..spec import ArchRule, Param, Problem, Rule
 from .shared import (accumulator_rule, accumulators, divides, outer_smem_word, snake_interior_params,
                      unroll_within_tile, warp_grid_rules, warp_threads)
 
@@ -89,3 +89,16 @@ def spread_rule() -> Rule:
                 lambda p: (f"SPREAD={p['SPREAD']} spreads the unchecked copies of interior blocks; with "
                            f"INTERIOR=0 there are none (use SPREAD=0)"))
 
+
+
+def fast_tiles(p, problem: Problem) -> int:
+    """Tiles whose block copies B 16 bytes at a time (10's and 11's `INTERIOR ? inside : b_aligned`):
+    B's rows must start 16-byte aligned (ldb a multiple of 4 floats); with INTERIOR only tiles wholly
+    inside M and N, with K a multiple of BK, take that path. The rest take the checked 4-byte copies."""
+    if problem.ldb % 4:
+        return 0
+    if not p["INTERIOR"]:
+        return -(-problem.M // p["BM"]) * -(-problem.N // p["BN"])
+    if problem.K % p["BK"] or max(problem.lda, problem.ldb) >= 1 << 23:
+        return 0
+    return (problem.M // p["BM"]) * (problem.N // p["BN"])

@@ -1,0 +1,153 @@
+"""One shape's launch, in numbers: how a kernel's tiles cover C, how they fall into waves over the
+GPU's block slots, how long each block's K loop is, which copy path its blocks take, and where the
+product sits on the roofline. Arithmetic from the kernel's spec, its build (blocks per SM) and the
+GPU's facts (this GPU's, else the record's), no timing: the features a choice per shape works from,
+and the reasons a shape runs slower than a large square.
+
+    python -m gemmlab plan M N K [--kernel K] [-D NAME=VALUE ...]
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from . import registry, source
+from .compile import compile_kernel
+from .spec import KernelSpec, Params, Problem, split_time
+
+# Below this share of the block slots kept busy, or of the blocks on the fast copy path, or of the
+# tiles' area inside C, a finding is reported: a few percent is noise next to the rest.
+WORTH_SAYING = 0.95
+# A block's K loop this short spends a large part of its time filling and draining its pipeline.
+SHORT_K_STEPS = 16
+
+
+def final_kernel() -> KernelSpec:
+    """The course's last kernel: the one with a per-shape search (the final chapter's table)."""
+    return registry.with_shape_search()[-1]
+
+
+@dataclass(frozen=True)
+class Launch:
+    spec: KernelSpec
+    params: Params
+    problem: Problem
+    gpu: str                    # which GPU's facts, and whether live or recorded
+    sm_count: int
+    blocks_per_sm: int
+    l2_bytes: int
+    ridge: float                # FLOPs per DRAM byte where the roofline bends (peak FP32 / bandwidth)
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    tiles: int
+    split_tiles: int            # of them cut into `pieces` along K (0: none)
+    pieces: int
+    k_steps: int                # BK steps of a whole tile's K loop
+    fast_tiles: int | None      # tiles whose block copies 16 bytes at a time, unchecked (None: not modelled)
+
+    @property
+    def slots(self) -> int:
+        """Blocks the GPU runs at once."""
+        return self.sm_count * self.blocks_per_sm
+
+    @property
+    def blocks(self) -> int:
+        return math.prod(self.grid)
+
+    @property
+    def wave_time(self) -> float:
+        """Time in units of one whole tile's time on one slot (the launcher's own estimate)."""
+        return split_time(self.tiles, self.k_steps, self.slots, self.pieces, self.split_tiles)
+
+    @property
+    def slot_use(self) -> float:
+        """Share of the block slots' time spent on tiles: 1 when the last wave is full."""
+        return self.tiles / self.slots / self.wave_time
+
+    @property
+    def covered(self) -> float:
+        """Share of the tiles' area that lies inside C (the rest is computed and thrown away)."""
+        rows, cols = self.spec.tile(self.params)
+        return self.problem.M * self.problem.N / (self.tiles * rows * cols)
+
+    @property
+    def operand_bytes(self) -> int:
+        p = self.problem
+        return 4 * (p.M * p.K + p.K * p.N + p.M * p.N)
+
+    @property
+    def intensity(self) -> float:
+        """FLOPs per byte if every operand crossed DRAM once."""
+        p = self.problem
+        return 2 * p.M * p.N * p.K / self.operand_bytes
+
+    def findings(self) -> list[str]:
+        """What costs this shape speed against a large square, one sentence each, most first."""
+        p, (rows, cols) = self.problem, self.spec.tile(self.params)
+        out = []
+        if self.intensity < self.ridge:
+            out.append(f"memory-bound: {self.intensity:.2g} FLOPs per DRAM byte at best, under the ridge of "
+                       f"{self.ridge:.0f}: DRAM bandwidth, not FFMA, sets the speed limit here")
+        if self.slot_use < WORTH_SAYING:
+            split = (f", {self.split_tiles} of them split in {self.pieces} along K" if self.split_tiles else "")
+            out.append(f"{self.tiles} tiles of {rows} x {cols}{split} for {self.slots} block slots "
+                       f"({self.sm_count} SMs x {self.blocks_per_sm}): {self.slot_use:.0%} of the slots' time busy")
+        if self.fast_tiles is not None and self.fast_tiles < WORTH_SAYING * self.tiles:
+            why = []
+            if p.ldb % 4:
+                why.append(f"B's rows ({p.ldb} floats) are not 16-byte multiples")
+            if p.K % self.params["BK"]:
+                why.append(f"K = {p.K} is not a multiple of BK = {self.params['BK']}")
+            if p.M % rows or p.N % cols:
+                why.append("the edge tiles reach past M or N")
+            out.append(f"{self.tiles - self.fast_tiles} of {self.tiles} tiles take the checked 4-byte copy path: "
+                       + "; ".join(why))
+        if self.covered < WORTH_SAYING:
+            out.append(f"the tiles cover {self.tiles * rows * cols:,} elements for C's {p.M * p.N:,}: "
+                       f"{1 - self.covered:.0%} of the work lies outside C")
+        if self.k_steps < SHORT_K_STEPS:
+            out.append(f"each block runs {self.k_steps} steps of BK = {self.params['BK']}: filling and draining "
+                       f"the pipeline is a large part of so short a loop")
+        return out
+
+    def __str__(self) -> str:
+        p = self.problem
+        rows, cols = self.spec.tile(self.params)
+        changes = self.spec.changes_label(self.params)
+        lines = [
+            f"{p.M} x {p.N} x {p.K} with {self.spec.name}" + (f" ({changes})" if changes else " (defaults)")
+            + f"; {self.gpu}",
+            f"  grid {self.grid}, {self.block[0]} threads a block, {self.blocks_per_sm} block(s) per SM: "
+            f"{self.blocks:,} blocks for {self.slots} slots, {self.tiles:,} tiles of {rows} x {cols}"
+            + (f", the last {self.split_tiles} split in {self.pieces} along K" if self.split_tiles else ""),
+            f"  waves: {self.tiles / self.slots:.2f} tiles per slot, {self.slot_use:.0%} of the slots' time busy; "
+            f"{self.k_steps} K steps a tile; {self.covered:.0%} of the tiles' area inside C",
+            f"  operands {self.operand_bytes / 1e6:,.1f} MB ({'within' if self.operand_bytes <= self.l2_bytes else 'over'} "
+            f"the {self.l2_bytes / 2**20:.0f} MiB L2); {self.intensity:.3g} FLOPs per byte against a ridge of "
+            f"{self.ridge:.0f}",
+        ]
+        if self.fast_tiles is not None:
+            lines.append(f"  {self.fast_tiles:,} of {self.tiles:,} tiles on the 16-byte copy path")
+        found = self.findings()
+        lines += [f"  - {f}" for f in found] or ["  - nothing here costs speed against a large square"]
+        return "\n".join(lines)
+
+
+def launch(M: int, N: int, K: int, kernel: str | KernelSpec | None = None, params: Params | None = None) -> Launch:
+    """The launch of `kernel` (the final kernel by default, at its defaults) for an M x N x K product
+    with packed rows, on this GPU or, with none, the recorded one. Raises IllegalConfig or
+    UnsupportedShape (naming the rule) where the kernel refuses the configuration or the shape."""
+    spec = final_kernel() if kernel is None else kernel if isinstance(kernel, KernelSpec) else registry.get(kernel)
+    full = spec.resolve(params)
+    problem = Problem(M, N, K)
+    spec.check_shape(full, problem)
+    here = source.here()
+    dev = here.device()
+    build = compile_kernel(spec, full, dev["arch"])
+    per_sm = build.occupancy.blocks_per_sm
+    slots = dev["sm_count"] * per_sm
+    grid, block = spec.launch(full, problem, slots)
+    return Launch(spec, full, problem, here.label, dev["sm_count"], per_sm, dev["l2_bytes"],
+                  dev["peak_fp32_tflops"] * 1e12 / (dev["dram_gbs"] * 1e9), grid, block, spec.tiles(full, problem),
+                  spec.split_count(full, problem, slots), spec.split(full), spec.k_steps(full, problem),
+                  spec.fast_tiles(full, problem) if spec.fast_tiles else None)

@@ -1,0 +1,67 @@
+"""plan.launch: a shape's launch in numbers (tiles, waves, copy path, roofline) and the findings that
+explain why a shape runs slower than a large square. Arithmetic from the spec, the build and the
+GPU's facts (this GPU's or the record's): it needs no GPU."""
+import subprocess
+import sys
+
+import pytest
+
+from gemmlab import plan, spec
+
+
+def test_a_large_multiple_of_the_tile_has_nothing_to_report():
+    launch = plan.launch(4096, 4096, 4096)
+    assert launch.tiles == 32 * 16 and launch.fast_tiles == launch.tiles and launch.covered == 1
+    assert launch.findings() == []
+    assert "nothing here costs speed" in str(launch)
+
+
+def test_the_waves_are_those_the_kernel_header_counts():
+    """kernels/11's header: at 6144 x 6144 the 1,152 tiles of 128 x 256 make 8.73 waves on 132 SMs."""
+    launch = plan.launch(6144, 6144, 6144)
+    assert launch.tiles == 1152
+    if launch.slots == 132:
+        assert f"{launch.tiles / launch.slots:.2f}" == "8.73"
+    assert launch.slot_use == pytest.approx(launch.tiles / launch.slots / -(-launch.tiles // launch.slots))
+
+
+def test_a_ragged_shape_leaves_the_fast_copy_path():
+    launch = plan.launch(4095, 4095, 4095)
+    assert launch.fast_tiles == 0
+    (finding,) = [f for f in launch.findings() if "copy path" in f]
+    assert "K = 4095 is not a multiple of BK = 16" in finding and "4095 floats" in finding
+    padded_rows = plan.launch(4096, 4096, 4095)
+    assert padded_rows.fast_tiles == 0, "K not a multiple of BK: every block takes the checked path"
+    assert plan.launch(4100, 4096, 4096).fast_tiles == (4100 // 128) * (4096 // 256), "edge tiles only"
+    assert plan.launch(4095, 4095, 4095, params={"INTERIOR": 0, "SPREAD": 0}).fast_tiles == 0, "B's rows misaligned"
+    assert plan.launch(4096, 4096, 4095, params={"INTERIOR": 0, "SPREAD": 0}).fast_tiles == 512, \
+        "without INTERIOR every block with aligned rows copies 16 bytes at a time"
+
+
+def test_a_small_grid_and_a_skinny_product_are_named():
+    small = plan.launch(512, 512, 512)
+    assert small.tiles == 8 and small.slot_use == pytest.approx(8 / small.slots)
+    assert any(f"{small.slot_use:.0%} of the slots' time busy" in f for f in small.findings())
+    skinny = plan.launch(16, 4096, 4096)
+    assert skinny.findings()[0].startswith("memory-bound"), "the roofline's other side comes first"
+    assert skinny.covered == pytest.approx(16 / 128)
+    assert not plan.launch(4096, 4096, 4096).intensity < plan.launch(4096, 4096, 4096).ridge
+
+
+def test_a_split_last_wave_is_counted_as_the_launcher_plans_it():
+    whole = plan.launch(6144, 6144, 6144)
+    split = plan.launch(6144, 6144, 6144, params={"SPLIT": 4})
+    assert split.split_tiles > 0 and split.blocks == split.tiles + split.split_tiles * 3
+    assert split.slot_use > whole.slot_use
+    assert split.wave_time == spec.split_time(split.tiles, split.k_steps, split.slots, 4, split.split_tiles)
+
+
+def test_the_command_line_prints_the_plan_and_refuses_with_the_rule():
+    ok = subprocess.run([sys.executable, "-m", "gemmlab", "plan", "4097", "4097", "4097"], capture_output=True, text=True)
+    assert ok.returncode == 0 and "561 tiles" in ok.stdout and "checked 4-byte copy path" in ok.stdout
+    bad = subprocess.run([sys.executable, "-m", "gemmlab", "plan", "512", "512", "512", "-D", "BK=8"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "unroll-within-tile" in bad.stderr and "Traceback" not in bad.stderr
+    shape = subprocess.run([sys.executable, "-m", "gemmlab", "plan", "509", "515", "130", "--kernel", "07"],
+                           capture_output=True, text=True)
+    assert shape.returncode == 2 and "16-byte-rows" in shape.stderr and "Traceback" not in shape.stderr
