@@ -34,7 +34,7 @@ endif
 PIP_SOURCE = $(if $(WHEELHOUSE),--no-index --find-links $(abspath $(WHEELHOUSE)),)
 STAMP = $(VENV)/.gemmlab-$(subst $(comma),-,$(EXTRAS))$(if $(REUSE_SYSTEM),-system,)
 
-.PHONY: lab test test-widgets7 test-cuda12 env env-lab env-browser clean-env gpu-session
+.PHONY: lab test test-widgets7 test-cuda12 test-py310 env env-lab env-browser clean-env gpu-session
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -87,6 +87,14 @@ test-cuda12: env
 	$(call borrowing_env,$(CUDA12),$(CUDA12_PKGS))
 	PYTHONPATH=$(CURDIR) GEMMLAB_EXPECT_NVRTC=12. $(CUDA12)/bin/python -m pytest -p no:cacheprovider \
 	  tests/test_compile.py tests/test_arch.py
+
+# The whole suite again on the oldest Python gemmlab supports, 3.10, in an environment of its own, where
+# one is installed (pyenv's, or python3.10 on the PATH); elsewhere it says so and passes.
+PY310 := $(shell for p in $(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python3.10) python3.10; do \
+           $$p -c 'import sys; assert sys.version_info[:2] == (3, 10)' 2>/dev/null && echo $$p && break; done)
+test-py310:
+	@if [ -z "$(PY310)" ]; then echo "test-py310: no Python 3.10 here, skipped"; \
+	 else $(MAKE) --no-print-directory test VENV=.venv-py310 PYTHON=$(PY310); fi
 
 # On a GPU box: tests, records and executed notebooks in one go (see .ci/gpu-session).
 gpu-session:
