@@ -32,7 +32,7 @@ class Launch:
     spec: KernelSpec
     params: Params
     problem: Problem
-    gpu: str                    # which GPU's facts, and whether live or recorded
+    gpu: str                    # which GPU's facts: this one's, or the record's
     sm_count: int
     blocks_per_sm: int
     l2_bytes: int
@@ -143,11 +143,13 @@ def launch(M: int, N: int, K: int, kernel: str | KernelSpec | None = None, param
     spec.check_shape(full, problem)
     here = source.here()
     dev = here.device()
+    gpu = (f"{dev['name']}, this GPU" if isinstance(here, source.Live) else
+           f"{dev['name']}, the record's GPU (no GPU here)")
     build = compile_kernel(spec, full, dev["arch"])
     per_sm = build.occupancy.blocks_per_sm
     slots = dev["sm_count"] * per_sm
     grid, block = spec.launch(full, problem, slots)
-    return Launch(spec, full, problem, here.label, dev["sm_count"], per_sm, dev["l2_bytes"],
+    return Launch(spec, full, problem, gpu, dev["sm_count"], per_sm, dev["l2_bytes"],
                   dev["peak_fp32_tflops"] * 1e12 / (dev["dram_gbs"] * 1e9), grid, block, spec.tiles(full, problem),
                   spec.split_count(full, problem, slots), spec.split(full), spec.k_steps(full, problem),
                   spec.fast_tiles(full, problem) if spec.fast_tiles else None)

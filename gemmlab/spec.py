@@ -79,6 +79,10 @@ class ArchRule:
     message: Callable[[Params, "Arch"], str]
 
 
+class BadProblem(ValueError):
+    """Sizes or leading dimensions no SGEMM can have (a size below 1, a row longer than its leading dimension)."""
+
+
 @dataclass(frozen=True)
 class Problem:
     """One SGEMM call, row-major like NumPy: C[M,N] = alpha * A[M,K] @ B[K,N] + beta * C."""
@@ -94,13 +98,13 @@ class Problem:
     def __post_init__(self):
         for name in ("M", "N", "K"):
             if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+                raise BadProblem(f"{name} must be >= 1, got {getattr(self, name)}")
         object.__setattr__(self, "lda", self.lda or self.K)
         object.__setattr__(self, "ldb", self.ldb or self.N)
         object.__setattr__(self, "ldc", self.ldc or self.N)
         for ld, row, what in ((self.lda, self.K, "lda"), (self.ldb, self.N, "ldb"), (self.ldc, self.N, "ldc")):
             if ld < row:
-                raise ValueError(f"{what}={ld} is shorter than a row ({row})")
+                raise BadProblem(f"{what}={ld} is shorter than a row ({row})")
 
     @property
     def flops(self) -> int:

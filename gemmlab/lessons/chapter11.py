@@ -2,7 +2,7 @@
 and table against cuBLAS."""
 from __future__ import annotations
 
-from .. import campaigns, plots, records, registry, source
+from .. import campaigns, plan, plots, records, registry, source
 from ..compile import compile_kernel
 from ..spec import Problem
 from .models import waves
@@ -98,3 +98,17 @@ def show_final_table(name: str) -> None:
              f"before each; spread = interquartile range / median. *{src.label}*"
              + (f" Beside it: {src.reference.label}." if ref else ""))
     plots.versus(rows, src.label)
+
+
+def show_shape_costs(name: str, shapes: list[tuple[int, int, int]]) -> None:
+    """What each shape costs the kernel against a large square, from arithmetic alone (plan.launch, as
+    `python -m gemmlab plan M N K` prints it): waves, the copy path, the tiles' area, the roofline."""
+    launches = [plan.launch(*shape, kernel=name) for shape in shapes]
+    rows = [[f"{l.problem.M} x {l.problem.N} x {l.problem.K}", f"{l.tiles:,}", f"{l.slot_use:.0%}",
+             f"{l.fast_tiles:,}" if l.fast_tiles is not None else "-", f"{l.covered:.0%}",
+             f"{l.intensity:.3g} (ridge {l.ridge:.0f})", "<br>".join(l.findings()) or "nothing"]
+            for l in launches]
+    markdown(table(["M x N x K", "tiles", "slots' time busy", "tiles on the 16-byte path", "tiles' area inside C",
+                    "FLOPs per DRAM byte", "what costs speed"], rows)
+             + f"\n\n{launches[0].spec.name} at its defaults on {launches[0].gpu}: arithmetic from the spec and "
+               f"the build, no timing.")

@@ -47,8 +47,8 @@ def friendly(fn):
     from .. import arch, bench, records, registry
     from ..exercises import NoExercise
     from ..files import UnusableDirectory
-    from ..spec import IllegalConfig, UnsupportedShape
-    mistakes = (registry.UnknownKernel, IllegalConfig, UnsupportedShape, records.NotRecorded, records.StaleRecord,
+    from ..spec import BadProblem, IllegalConfig, UnsupportedShape
+    mistakes = (registry.UnknownKernel, IllegalConfig, UnsupportedShape, BadProblem, records.NotRecorded, records.StaleRecord,
                 UnusableDirectory, bench.TooLarge, NoExercise, arch.UnknownArch)
 
     @functools.wraps(fn)
