@@ -104,7 +104,6 @@ class DeviceFacts:
         return d
 
 
-@functools.lru_cache(maxsize=None)
 def cuda_errors() -> tuple[type, ...]:
     """What CuPy raises when a kernel faults (through the runtime or the driver API)."""
     from cupy_backends.cuda.api import driver, runtime
@@ -125,6 +124,7 @@ def cuda_error_words(exc: Exception) -> str:
     return f"{text} ({gloss})" if gloss else text
 
 
+@functools.lru_cache(maxsize=None)
 def facts() -> DeviceFacts | None:
     cp = _load_cupy()
     if cp is None:

@@ -16,7 +16,6 @@ import platform
 import shutil
 import subprocess
 import sys
-import tempfile
 from importlib import metadata
 from pathlib import Path
 
