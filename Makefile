@@ -58,8 +58,10 @@ env-browser: env-lab
 lab: env-lab
 	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root,)
 
+# PYTEST_ARGS: more pytest options, e.g. "-n 8 --dist loadfile" (pytest-xdist: one file or notebook per
+# worker, whole) where there are cores to spare, as .ci/gpu-session does on the GPU machine.
 test: env
-	$(PY) -m pytest --nbval --nbval-current-env tests notebooks
+	$(PY) -m pytest --nbval --nbval-current-env $(PYTEST_ARGS) tests notebooks
 
 # $(call borrowing_env,DIR,PACKAGES): a second small environment in DIR that holds only PACKAGES and
 # borrows everything else from $(VENV) (a path line, so $(VENV)'s editable gemmlab is not used there:
