@@ -1,8 +1,9 @@
-"""gemmlab's command line: info, compile, sass, plan, bench, run, sweep, tune, check, record."""
+"""gemmlab's command line: info, compile, sass, plan, fit, bench, run, sweep, tune, check, record."""
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from . import device, registry
 from .spec import IllegalConfig, Problem, UnsupportedShape
@@ -100,8 +101,27 @@ def cmd_sass(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from . import plan
-    print(plan.launch(*args.size, kernel=args.kernel, params=_defines(args.define)))
+    if args.kernel or args.define:               # one kernel's launch, as the final chapter shows it
+        from . import plan
+        if args.ld:
+            raise UsageError("--ld goes with the dispatcher's plan (no --kernel): a kernel's launch is for packed rows")
+        print(plan.launch(*args.size, kernel=args.kernel, params=_defines(args.define)))
+        return 0
+    from . import dispatch
+    _problem(args.size, args.ld)                 # sizes and strides checked as a user's mistake first
+    print(dispatch.plan(*args.size, *(args.ld or ())))
+    return 0
+
+
+def cmd_fit(args) -> int:
+    """Fit gemmlab.matmul's model to the newest record and freeze it into gemmlab/fitted/."""
+    from . import dispatch, records
+    fitted = dispatch.fit(records.latest())
+    path = dispatch.write(fitted, args.out)
+    f = fitted["fit"]
+    print(f"fitted {len(fitted['candidates'])} configurations to {f['rows']} timings of {fitted['device']['name']} "
+          f"({fitted['record']['date']}): median error {f['median_error']:.1%}, worst {f['worst_error']:.1%}; "
+          f"launch {fitted['launch_us']} us; wrote {path}")
     return 0
 
 
@@ -111,7 +131,11 @@ def cmd_bench(args) -> int:
     rows = []
     for kernel in args.kernel:
         try:
-            m = bench.bench(kernel, _defines(args.define), size, reps=args.reps)
+            if kernel == "matmul":               # the library call, with the plan it makes for this shape
+                from . import library
+                m = library.bench_matmul(size, reps=args.reps)
+            else:
+                m = bench.bench(kernel, _defines(args.define), size, reps=args.reps)
         except (IllegalConfig, UnsupportedShape, bench.ValidationFailed) as exc:
             print(exc, file=sys.stderr)
             return 2
@@ -119,8 +143,8 @@ def cmd_bench(args) -> int:
     print(f"{'kernel':<18} {'config':<24} {'size':<16} {'ms':>8} {'spread':>7} {'GFLOP/s':>9} "
           f"{'cuBLAS':>9} {'ratio':>7}  check")
     for m in rows:
-        spec = registry.get(m.kernel)
-        print(f"{m.kernel:<18} {spec.config_label(m.params):<24} {f'{m.M}x{m.N}x{m.K}':<16} "
+        config = m.params["plan"] if m.kernel == "matmul" else registry.get(m.kernel).config_label(m.params)
+        print(f"{m.kernel:<18} {config:<24} {f'{m.M}x{m.N}x{m.K}':<16} "
               f"{m.kernel_time.median_ms:>8.3f} {m.kernel_time.spread:>7.1%} {m.gflops:>9.0f} "
               f"{m.cublas_gflops:>9.0f} {m.ratio:>7.1%}  {m.check}")
     print(f"device: {device.facts().name}; cuBLAS FP32 timed interleaved in the same run")
@@ -260,13 +284,20 @@ def main(argv: list[str] | None = None) -> int:
         if name == "sass":
             p.add_argument("--full", action="store_true")
         p.set_defaults(fn=fn)
-    p = sub.add_parser("plan", help="a shape's launch in numbers: tiles, waves, copy path, roofline, and what "
-                                    "costs it speed (no GPU needed)")
+    p = sub.add_parser("plan", help="which kernel, configuration, grid and split gemmlab.matmul runs for a shape, "
+                                    "and why; or, with --kernel, one kernel's launch in numbers (no GPU needed)")
     p.add_argument("size", nargs=3, type=_positive, metavar=("M", "N", "K"))
-    p.add_argument("--kernel", help="a kernel name or chapter number (default: the final kernel)")
-    p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE", help="set a tunable")
+    p.add_argument("--ld", nargs=3, type=_positive, metavar=("LDA", "LDB", "LDC"),
+                   help="row strides of A, B and C in floats (default: the rows are packed)")
+    p.add_argument("--kernel", help="one kernel's launch instead: a kernel name or chapter number")
+    p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE",
+                   help="set a tunable of that kernel (the final kernel's without --kernel)")
     p.set_defaults(fn=cmd_plan)
-    p = sub.add_parser("bench", help="validate and time kernels against cuBLAS (GPU)")
+    p = sub.add_parser("fit", help="fit gemmlab.matmul's model to the newest record, freeze it into gemmlab/fitted/ "
+                                   "(no GPU needed)")
+    p.add_argument("--out", type=Path, help="where to write it (default: gemmlab/fitted/<GPU>.json)")
+    p.set_defaults(fn=cmd_fit)
+    p = sub.add_parser("bench", help="validate and time kernels against cuBLAS (GPU); 'matmul' times gemmlab.matmul")
     p.add_argument("kernel", nargs="+")
     p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE")
     p.add_argument("--size", nargs=3, type=_positive, metavar=("M", "N", "K"))
@@ -311,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--memory", action="store_true", help="re-measure the memory latencies and bandwidths")
     p.set_defaults(fn=cmd_record)
     args = parser.parse_args(argv)
-    from . import bench, records
+    from . import bench, dispatch, records
     from .compile import CompileError
     from .files import UnusableDirectory
     try:
@@ -322,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return args.fn(args)
     except (UsageError, IllegalConfig, UnsupportedShape, registry.UnknownKernel, CompileError, UnusableDirectory,
-            bench.TooLarge, records.NotRecorded, records.StaleRecord) as exc:
+            bench.TooLarge, records.NotRecorded, records.StaleRecord, dispatch.NotFitted) as exc:
         # a mistake in the input, not in gemmlab: its message, and how to fix it, without a traceback
         print(str(exc).splitlines()[0] if not isinstance(exc, CompileError) else exc, file=sys.stderr)
         return 2

@@ -183,10 +183,13 @@ class Kernel:
         self.slots = device.facts().sm_count * self.build.occupancy.blocks_per_sm
 
     def __call__(self, ops: Operands) -> None:
-        p = ops.problem
+        self.launch(ops.problem, ops.A, ops.B, ops.C)
+
+    def launch(self, p: Problem, A, B, C) -> None:
+        """One launch on device arrays whose rows lie p.lda, p.ldb and p.ldc floats apart."""
         self.spec.check_shape(self.params, p)
         align = self.spec.pointer_alignment(self.params)
-        for name, array in (("A", ops.A), ("B", ops.B), ("C", ops.C)):
+        for name, array in (("A", A), ("B", B), ("C", C)):
             if array.data.ptr % align:
                 raise UnsupportedShape(
                     self.spec.name, "pointer-alignment",
@@ -195,8 +198,8 @@ class Kernel:
         grid, block = self.spec.launch(self.params, p, self.slots)
         i32, f32 = np.int32, np.float32
         self.function(grid, block,
-                      (i32(p.M), i32(p.N), i32(p.K), f32(p.alpha), ops.A, i32(p.lda), ops.B, i32(p.ldb),
-                       f32(p.beta), ops.C, i32(p.ldc)),
+                      (i32(p.M), i32(p.N), i32(p.K), f32(p.alpha), A, i32(p.lda), B, i32(p.ldb),
+                       f32(p.beta), C, i32(p.ldc)),
                       shared_mem=self.dynamic_smem)
 
     def validate(self, problem: Problem, seed: int | None = None) -> Check:

@@ -105,9 +105,9 @@ class Launch:
         if self.covered < WORTH_SAYING:
             out.append(f"the tiles cover {self.tiles * rows * cols:,} elements for C's {p.M * p.N:,}: "
                        f"{1 - self.covered:.0%} of the work lies outside C")
-        if self.k_steps < SHORT_K_STEPS:
-            out.append(f"each block runs {self.k_steps} steps of BK = {self.params['BK']}: filling and draining "
-                       f"the pipeline is a large part of so short a loop")
+        if self.spec.k_tile and self.k_steps < SHORT_K_STEPS:
+            out.append(f"each block runs {self.k_steps} steps of {self.spec.k_tile(self.params)} along K: filling and "
+                       f"draining the pipeline is a large part of so short a loop")
         return out
 
     def __str__(self) -> str:
@@ -146,10 +146,15 @@ def launch(M: int, N: int, K: int, kernel: str | KernelSpec | None = None, param
     gpu = (f"{dev['name']}, this GPU" if isinstance(here, source.Live) else
            f"{dev['name']}, the record's GPU (no GPU here)")
     build = compile_kernel(spec, full, dev["arch"])
-    per_sm = build.occupancy.blocks_per_sm
-    slots = dev["sm_count"] * per_sm
-    grid, block = spec.launch(full, problem, slots)
-    return Launch(spec, full, problem, gpu, dev["sm_count"], per_sm, dev["l2_bytes"],
-                  dev["peak_fp32_tflops"] * 1e12 / (dev["dram_gbs"] * 1e9), grid, block, spec.tiles(full, problem),
-                  spec.split_count(full, problem, slots), spec.split(full), spec.k_steps(full, problem),
-                  spec.fast_tiles(full, problem) if spec.fast_tiles else None)
+    return launch_with(spec, full, problem, dev, build.occupancy.blocks_per_sm, gpu)
+
+
+def launch_with(spec: KernelSpec, params: Params, problem: Problem, dev: dict, blocks_per_sm: int, gpu: str) -> Launch:
+    """The same Launch where the blocks per SM are known already (no compile): `dev` is a device's
+    facts as source.here().device() gives them. UnsupportedShape where the grid cannot be launched."""
+    slots = dev["sm_count"] * blocks_per_sm
+    grid, block = spec.launch(params, problem, slots)
+    return Launch(spec, params, problem, gpu, dev["sm_count"], blocks_per_sm, dev["l2_bytes"],
+                  dev["peak_fp32_tflops"] * 1e12 / (dev["dram_gbs"] * 1e9), grid, block, spec.tiles(params, problem),
+                  spec.split_count(params, problem, slots), spec.split(params), spec.k_steps(params, problem),
+                  spec.fast_tiles(params, problem) if spec.fast_tiles else None)

@@ -84,6 +84,10 @@ class Recorded:
     def device(self) -> dict:
         return self.rec.device
 
+    def attributes(self) -> dict:
+        """The GPU's facts, nothing measured now (the record's, here)."""
+        return self.rec.device
+
     def result(self, spec: KernelSpec, params: Params, size) -> dict:
         return self.rec.result(spec.name, params, shape(size))
 
@@ -140,6 +144,10 @@ class Live:
     def device(self) -> dict:
         """The GPU's facts, with its DRAM copy bandwidth measured now (once a session)."""
         return {**self.facts.as_dict(), "measured_copy_gbs": self._copy_gbs}
+
+    def attributes(self) -> dict:
+        """The GPU's facts from its attributes alone: nothing launched, no memory taken."""
+        return self.facts.as_dict()
 
     def result(self, spec: KernelSpec, params: Params, size) -> dict:
         return bench.bench(spec, params, shape(size)).as_row()

@@ -18,6 +18,8 @@ LAYERS = [
     ["lessons"],
     ["recorder"],
     ["widgets"],
+    ["library"],
+    ["dispatch"],
     ["campaigns", "plan"],
     ["source"],
     ["figures"],

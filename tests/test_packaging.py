@@ -29,6 +29,8 @@ def test_the_wheel_carries_the_kernels_and_the_records(wheel):
     assert "gemmlab/kernels/probes/memory.cu" in names
     records = {p.name for p in (ROOT / "gemmlab" / "data").glob("*.json")}
     assert records and {f"gemmlab/data/{r}" for r in records} <= names
+    fitted = {p.name for p in (ROOT / "gemmlab" / "fitted").glob("*.json")}
+    assert fitted and {f"gemmlab/fitted/{f}" for f in fitted} <= names, "gemmlab.matmul's model travels too"
 
 
 def test_installed_outside_the_checkout_it_compiles_and_reports(wheel, tmp_path):
@@ -58,3 +60,4 @@ def test_installed_outside_the_checkout_it_compiles_and_reports(wheel, tmp_path)
     assert device, "the shipped record loads"
     assert "registers/thread" in run("-m", "gemmlab", "compile", "03", "--arch", "sm_75")
     assert "NVRTC" in run("-m", "gemmlab", "info")
+    assert "predicted" in run("-m", "gemmlab", "plan", "1000", "1000", "1000"), "the plan reads the installed model"

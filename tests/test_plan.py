@@ -57,7 +57,9 @@ def test_a_split_last_wave_is_counted_as_the_launcher_plans_it():
 
 
 def test_the_command_line_prints_the_plan_and_refuses_with_the_rule():
-    ok = subprocess.run([sys.executable, "-m", "gemmlab", "plan", "4097", "4097", "4097"], capture_output=True, text=True)
+    final = plan.final_kernel().name
+    ok = subprocess.run([sys.executable, "-m", "gemmlab", "plan", "4097", "4097", "4097", "--kernel", final],
+                        capture_output=True, text=True)
     assert ok.returncode == 0 and "561 tiles" in ok.stdout and "checked 4-byte copy path" in ok.stdout
     bad = subprocess.run([sys.executable, "-m", "gemmlab", "plan", "512", "512", "512", "-D", "BK=8"],
                          capture_output=True, text=True)

@@ -1,0 +1,455 @@
+"""Which kernel and configuration `gemmlab.matmul` runs for a shape, and why.
+
+Like cuBLAS (cuBLASLt's `cublasLtMatmulAlgoGetHeuristic`) and CUTLASS's ranked kernels, the choice
+comes from the shape's features, through a model of a launch's time fitted to measurements. For a
+configuration c of a kernel:
+
+    compute time = launch + waves x (per_tile_c + per_step_c x K steps) x alone
+    memory time  = launch + operand bytes / DRAM bandwidth        (the roofline's other side)
+    time         = the larger of the two
+
+* `waves` is the launcher's own count of whole-tile times over the GPU's block slots
+  (spec.split_time): tiles per wave, the loss of a last partial wave, and tiles split along K where
+  a kernel can split them (every split its tunable offers is tried).
+* `K steps` is K per block, in the kernel's K tiles; `per_tile` is what a tile costs beyond them
+  (filling the pipeline, the epilogue).
+* `alone` is 1, except for a configuration that fits several blocks on an SM launched with no more
+  blocks than SMs: each block then has an SM to itself and runs faster than when it shares one.
+* Alignment decides which kernels may run at all (16-byte rows, aligned pointers) and which copy
+  path their tiles take (plan.Launch.fast_tiles); operand bytes against L2 and the ridge decide
+  which side of the roofline the shape is on.
+
+`launch`, `alone`, `per_tile` and `per_step` are fitted, by least squares on relative error, to the
+record's autotuner data: every configuration the chapters' sliders offer, validated and timed at
+three sizes, and the final chapter's per-shape search. The fit is frozen into gemmlab/fitted/
+(`python -m gemmlab fit` remakes it from the record, and a test holds the two in step), so a plan
+needs no GPU and no compile, and the same call always gives the same plan. docs/dispatch.md says
+how well the fit predicts shapes it was not fitted on, and what the record does not cover.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import arch as archs
+from . import files, identity, records, registry, source
+from .compile import Resources, compile_kernel, occupancy
+from .plan import Launch, launch_with
+from .spec import IllegalConfig, KernelSpec, Params, Problem, UnsupportedShape, split_time
+
+FITTED_DIR = Path(__file__).resolve().parent / "fitted"
+# The launch overheads the fit tries (microseconds): one for every configuration, the one that
+# leaves the smallest error is kept.
+LAUNCH_GRID_US = tuple(np.round(np.arange(0.0, 40.0 + 1e-9, 0.5), 2))
+# The shares of a shared SM's time that a block alone on an SM takes, tried likewise.
+ALONE_GRID = tuple(np.round(np.arange(0.30, 1.0 + 1e-9, 0.02), 2))
+# A configuration becomes a candidate when it was among its kernel's fastest few at a recorded shape.
+KEEP_PER_SHAPE = 3
+# How many other kernels' best options a plan names.
+RUNNERS_UP = 3
+# The most rows of C one launch takes: CUDA's 65,535 block rows of the smallest tile any kernel has (8
+# rows). gemmlab.matmul runs a taller product in launches of this many rows.
+ROWS_PER_LAUNCH = 65535 * 8
+
+
+class NotFitted(LookupError):
+    """No usable fitted model (none shipped, damaged, or every kernel in it changed since)."""
+
+
+# --- the fit ---------------------------------------------------------------------------------------
+
+def split_tunables(spec: KernelSpec) -> list[str]:
+    """The tunables that set how many pieces spec.split cuts a tile into (none for most kernels)."""
+    d = spec.defaults
+    return [p.name for p in spec.params if any(spec.split({**d, p.name: v}) != spec.split(d) for v in p.values)]
+
+
+def unsplit(spec: KernelSpec, params: Params) -> dict:
+    """The configuration with its split tunables at the value that never splits."""
+    out = dict(params)
+    for name in split_tunables(spec):
+        out[name] = next(v for v in spec.tunable(name).values if spec.split({**out, name: v}) == 1)
+    return out
+
+
+def split_variants(spec: KernelSpec, params: Params) -> list[dict]:
+    """The configuration with every legal value of its split tunables (itself alone for most kernels)."""
+    variants = [dict(params)]
+    for name in split_tunables(spec):
+        variants = [{**v, name: value} for v in variants for value in spec.tunable(name).values]
+    return [v for v in variants if spec.is_legal(v)]
+
+
+def config_key(kernel: str, params: Params) -> str:
+    return kernel + " " + json.dumps(dict(params), sort_keys=True)
+
+
+def training_rows(rec: records.Record) -> list[dict]:
+    """The record's validated timings (the sliders' configurations at three sizes, the final chapter's
+    per-shape search, the ladder's eight shapes) of kernels that stage K tiles (the model's per-step
+    cost needs them), leaving out kernels whose code changed since the record was made."""
+    stale = set(rec.stale_kernels())
+    rows = [*rec.data["results"], *rec.data.get("final_search", []), *rec.data.get("ladder", [])]
+    return [r for r in rows if r["kernel"] not in stale and r["kernel"] in registry.KERNELS
+            and registry.KERNELS[r["kernel"]].k_tile is not None]
+
+
+def candidate_configs(rows: list[dict]) -> list[tuple[str, dict]]:
+    """(kernel, unsplit configuration) among the KEEP_PER_SHAPE fastest of their kernel at some shape."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["kernel"], records.shape_key(r)), []).append(r)
+    keep = {}
+    for (kernel, _), group in sorted(groups.items()):
+        spec = registry.KERNELS[kernel]
+        fastest = {}                            # distinct configurations, fastest first
+        for r in sorted(group, key=lambda r: (-r["gflops"], config_key(kernel, r["params"]))):
+            params = unsplit(spec, r["params"])
+            fastest.setdefault(config_key(kernel, params), (kernel, params))
+        keep.update(list(fastest.items())[:KEEP_PER_SHAPE])
+    return [keep[k] for k in sorted(keep)]
+
+
+def _blocks_per_sm(spec: KernelSpec, params: Params, registers: int, static_smem: int, arch: str) -> int:
+    res = Resources(registers, static_smem, 0, 0, 0)
+    return occupancy(res, spec.threads(params), arch, spec.dynamic_smem(params)).blocks_per_sm
+
+
+def _features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
+              blocks_per_sm: int) -> tuple[float, int, bool]:
+    """(whole-tile times over the block slots, K steps of a whole tile, whether every block has an SM
+    to itself where several could share one) for one launch."""
+    slots = sm_count * blocks_per_sm
+    tiles, steps = spec.tiles(params, problem), spec.k_steps(params, problem)
+    pieces = spec.split(params)
+    split = spec.split_count(params, problem, slots) if pieces > 1 else 0
+    blocks = tiles + split * (pieces - 1)
+    return split_time(tiles, steps, slots, pieces, split), steps, blocks_per_sm > 1 and blocks <= sm_count
+
+
+def _fit_one(waves: np.ndarray, steps: np.ndarray, us: np.ndarray, launch_us: float) -> tuple[float, float, float]:
+    """(per_tile, per_step, squared relative error) minimising sum ((launch + w (a + b k)) / t - 1)^2
+    with a, b >= 0."""
+    u, v, r = waves / us, waves * steps / us, 1.0 - launch_us / us
+    uu, uv, vv, ur, vr = u @ u, u @ v, v @ v, u @ r, v @ r
+    det = uu * vv - uv * uv
+    a, b = ((vv * ur - uv * vr) / det, (uu * vr - uv * ur) / det) if det > 1e-12 * uu * vv else (-1.0, 0.0)
+    if a < 0 or b < 0:                       # the cheapest tile costs nothing beyond its K steps
+        a, b = 0.0, max(vr / vv, 0.0)
+    err = u * a + v * b - r
+    return float(a), float(b), float(err @ err)
+
+
+def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None) -> dict:
+    """The model, fitted to `rec`: what gemmlab/fitted/ keeps. `resources` maps a candidate's key to
+    (registers, static shared memory) of its build for the record's GPU; compiled where missing."""
+    dev = rec.device
+    arch = f"sm_{dev['compute_capability'][0]}{dev['compute_capability'][1]}"
+    rows = training_rows(rec)
+    configs = candidate_configs(rows)
+    resources = dict(resources or {})
+    for kernel, params in configs:
+        key = config_key(kernel, params)
+        if key not in resources:
+            build = compile_kernel(kernel, params, arch)
+            resources[key] = (build.resources.registers, build.resources.static_smem)
+    data = []                   # per candidate: its rows' waves, K steps, blocks alone, times
+    for kernel, params in configs:
+        spec = registry.KERNELS[kernel]
+        regs, smem = resources[config_key(kernel, params)]
+        per_sm = _blocks_per_sm(spec, params, regs, smem, arch)
+        mine = [r for r in rows if r["kernel"] == kernel and unsplit(spec, r["params"]) == params]
+        feats = [_features(spec, r["params"], Problem(*records.shape_key(r)), dev["sm_count"], per_sm) for r in mine]
+        data.append((np.array([f[0] for f in feats]), np.array([f[1] for f in feats], dtype=float),
+                     np.array([f[2] for f in feats]), np.array([r["ms"] * 1e3 for r in mine])))
+
+    def total(launch_us: float, alone: float) -> float:
+        return sum(_fit_one(w * np.where(lone, alone, 1.0), k, t, launch_us)[2] for w, k, lone, t in data)
+    grid = [(launch_us, alone) for launch_us in LAUNCH_GRID_US for alone in ALONE_GRID]
+    launch, alone = (float(x) for x in grid[int(np.argmin([total(*g) for g in grid]))])
+    candidates, errors = [], []
+    for (kernel, params), (w, k, lone, t) in zip(configs, data):
+        w = w * np.where(lone, alone, 1.0)
+        a, b, _ = _fit_one(w, k, t, launch)
+        rel = (launch + w * (a + b * k)) / t - 1
+        errors += list(rel)
+        regs, smem = resources[config_key(kernel, params)]
+        candidates.append({"kernel": kernel, "params": params, "registers": regs, "static_smem": smem,
+                           "per_tile_us": a, "per_step_us": b, "rows": len(t),
+                           "worst_error": float(np.abs(rel).max())})
+    errors = np.abs(np.array(errors))
+    used = sorted({kernel for kernel, _ in configs})
+    return {
+        "about": "gemmlab.matmul's model of a launch's time (gemmlab/dispatch.py), fitted to the record named "
+                 "here by `python -m gemmlab fit`: do not edit by hand",
+        "device": {k: dev[k] for k in ("name", "compute_capability", "sm_count", "clock_mhz", "fp32_lanes_per_sm",
+                                       "l2_bytes", "peak_fp32_tflops", "dram_gbs", "measured_copy_gbs") if k in dev},
+        "record": {"file": rec.path.name, "date": rec.data["date"]},
+        "sources": {k: rec.data["sources"][k] for k in used},
+        "launch_us": launch,
+        "alone": alone,
+        "fit": {"rows": int(errors.size), "median_error": float(np.median(errors)),
+                "worst_error": float(errors.max())},
+        "candidates": candidates,
+    }
+
+
+def fitted_path(device_name: str) -> Path:
+    return FITTED_DIR / f"{records.slug(device_name)}.json"
+
+
+def write(model: dict, path: Path | None = None) -> Path:
+    path = path or fitted_path(model["device"]["name"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    files.write_atomic(path, json.dumps(model, indent=1) + "\n")
+    return path
+
+
+# --- the frozen model ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Candidate:
+    spec: KernelSpec
+    params: dict
+    registers: int
+    static_smem: int
+    per_tile_us: float
+    per_step_us: float
+
+
+@dataclass(frozen=True)
+class Model:
+    path: Path
+    device: dict
+    date: str
+    launch_us: float
+    alone: float
+    candidates: tuple[Candidate, ...]
+    dropped: tuple[str, ...]       # kernels left out: their code changed since the fit
+
+    @property
+    def label(self) -> str:
+        return f"fitted to the record of {self.device['name']} ({self.date})"
+
+
+def load(path: Path) -> Model:
+    try:
+        data = json.loads(path.read_text())
+        changed = sorted(k for k, h in data["sources"].items()
+                         if k not in registry.KERNELS or identity.code_hash(registry.KERNELS[k].path) != h)
+        cands = tuple(Candidate(registry.KERNELS[c["kernel"]], c["params"], c["registers"], c["static_smem"],
+                                c["per_tile_us"], c["per_step_us"])
+                      for c in data["candidates"] if c["kernel"] not in changed)
+        return Model(path, data["device"], data["record"]["date"], float(data["launch_us"]), float(data["alone"]),
+                     cands, tuple(changed))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise NotFitted(f"the fitted model {path} cannot be read ({exc}); restore it, or remake it from the "
+                        f"record with `python -m gemmlab fit`") from None
+
+
+@functools.lru_cache(maxsize=None)
+def model(device_name: str | None = None) -> Model:
+    """The fitted model for this GPU (by name) where there is one, else the newest shipped."""
+    paths = sorted(FITTED_DIR.glob("*.json"))
+    if not paths:
+        raise NotFitted(f"no fitted model in {FITTED_DIR}; make one from the record with `python -m gemmlab fit`")
+    own = [p for p in paths if device_name and p == fitted_path(device_name)]
+    models = [load(p) for p in (own or paths)]
+    found = max(models, key=lambda m: m.date)
+    if not found.candidates:
+        raise NotFitted(f"every kernel in {found.path.name} changed since it was fitted "
+                        f"({', '.join(found.dropped)}); remake it with `python -m gemmlab fit` after `record`")
+    return found
+
+
+# --- a plan ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Option:
+    """One configuration's launch for the problem, and what the model says it takes."""
+    launch: Launch
+    compute_us: float
+    memory_us: float
+
+    @property
+    def predicted_us(self) -> float:
+        return max(self.compute_us, self.memory_us)
+
+    @property
+    def label(self) -> str:
+        changes = self.launch.spec.changes_label(self.launch.params)
+        return f"{self.launch.spec.name} ({changes or 'defaults'})"
+
+
+@dataclass(frozen=True)
+class Plan:
+    problem: Problem
+    basis: str                     # which model, and for which GPU
+    choice: Option
+    others: tuple[Option, ...]     # the best option of each other kernel, fastest first
+    refused: tuple[str, ...]       # kernels that cannot run this problem here, each with its rule
+    launches: int = 1              # launches along M, each of at most ROWS_PER_LAUNCH rows
+
+    @property
+    def spec(self) -> KernelSpec:
+        return self.choice.launch.spec
+
+    @property
+    def params(self) -> dict:
+        return dict(self.choice.launch.params)
+
+    @property
+    def key(self) -> str:
+        """The chosen kernel and configuration, as one string (what a cache of loaded kernels keys on)."""
+        return config_key(self.spec.name, self.params)
+
+    def reasons(self) -> list[str]:
+        """Why this option, feature by feature: waves, K per block, alignment, bytes against L2."""
+        ch, p = self.choice.launch, self.problem
+        rows, cols = ch.spec.tile(ch.params)
+        whole = split_time(ch.tiles, ch.k_steps, ch.slots, ch.pieces, 0)
+        waves = (f"waves: {ch.tiles:,} tiles of {rows} x {cols} on {ch.slots} block slots ({ch.sm_count} SMs x "
+                 f"{ch.blocks_per_sm}), {ch.tiles / ch.slots:.2f} tiles per slot: {ch.slot_use:.0%} of the slots' "
+                 f"time busy")
+        if ch.split_tiles:
+            waves += (f"; the last {ch.split_tiles:,} tiles are split in {ch.pieces} along K "
+                      f"({ch.tiles / ch.slots / whole:.0%} busy without the split)")
+        k_tile = ch.spec.k_tile(ch.params)
+        k_block = (f"K per block: {ch.k_steps} steps of {k_tile}" +
+                   (f", about {-(-ch.k_steps // ch.pieces)} for each piece of a split tile" if ch.split_tiles else ""))
+        aligned = p.lda % 4 == 0 and p.ldb % 4 == 0 and p.ldc % 4 == 0
+        alignment = ("alignment: every row starts 16-byte aligned" if aligned else
+                     f"alignment: rows of {p.lda}, {p.ldb} and {p.ldc} floats (A, B, C) are not all 16-byte multiples")
+        if ch.fast_tiles is not None:
+            alignment += f"; {ch.fast_tiles:,} of {ch.tiles:,} tiles take the 16-byte copy path"
+            if ch.fast_tiles < ch.tiles:
+                alignment += " (the record times no shape off that path: the prediction leaves its cost out)"
+        fits = "within" if ch.operand_bytes <= ch.l2_bytes else "over"
+        side = "memory-bound" if ch.intensity < ch.ridge else "compute-bound"
+        size = (f"bytes: operands {ch.operand_bytes / 1e6:,.1f} MB, {fits} the {ch.l2_bytes / 2**20:.0f} MiB L2; "
+                f"{ch.intensity:.3g} FLOPs per byte against a ridge of {ch.ridge:.0f}: {side}")
+        if not math.isnan(self.choice.predicted_us):
+            size += f" (memory floor {self.choice.memory_us:,.1f} us, compute {self.choice.compute_us:,.1f} us)"
+        out = [waves, k_block, alignment, size]
+        if self.launches > 1:
+            out.append(f"launches: {p.M:,} rows of C in {self.launches} launches of at most {ROWS_PER_LAUNCH:,} "
+                       f"(CUDA's 65,535 block rows); the figures above are one launch's")
+        return out
+
+    def __str__(self) -> str:
+        p, c = self.problem, self.choice
+        predicted = ("no prediction" if math.isnan(c.predicted_us) else
+                     f"predicted {c.predicted_us:,.1f} us ({p.flops / (c.predicted_us * 1e-6) / 1e12:.1f} TFLOP/s)")
+        each = f" for each of {self.launches} launches" if self.launches > 1 else ""
+        lines = [f"{p.M} x {p.N} x {p.K}: {c.label}, {predicted}{each}",
+                 f"  {self.basis}",
+                 f"  grid {c.launch.grid}, {c.launch.block[0]} threads a block",
+                 *(f"  - {r}" for r in self.reasons())]
+        if self.others:
+            lines.append("  next best: " + "; ".join(
+                f"{o.label} {o.predicted_us:,.1f} us (+{o.predicted_us / c.predicted_us - 1:.0%})" for o in self.others))
+        lines += [f"  cannot run it: {r}" for r in self.refused]
+        return "\n".join(lines)
+
+
+def _device() -> tuple[dict, str]:
+    here = source.here()
+    dev = here.attributes()          # a library call measures nothing beside its own work
+    where = "this GPU" if isinstance(here, source.Live) else "the record's GPU (no GPU here)"
+    return dev, f"{dev['name']}, {where}"
+
+
+def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> tuple[list[Option], list[str]]:
+    """Every candidate configuration (with each split it offers) that can run the problem on the GPU
+    `dev` describes, with the model's times; and, for each kernel none of whose candidates can, why."""
+    # per-SM speed against the fitted GPU's, where this one is another (clock x FP32 lanes per SM)
+    scale = (m.device["clock_mhz"] * m.device["fp32_lanes_per_sm"]) / (dev["clock_mhz"] * dev["fp32_lanes_per_sm"])
+    # DRAM bandwidth from the GPU's attributes, times the share of it a copy reached on the fitted GPU
+    # (the same figure whether the plan is made on that GPU or from its record)
+    bandwidth = dev["dram_gbs"] * m.device.get("measured_copy_gbs", m.device["dram_gbs"]) / m.device["dram_gbs"]
+    memory_us = m.launch_us + 4 * (problem.M * problem.K + problem.K * problem.N + problem.M * problem.N) \
+        / (bandwidth * 1e3)
+    found, refused = [], {}
+    for cand in m.candidates:
+        spec = cand.spec
+        try:
+            spec.check_shape(cand.params, problem)
+            spec.check_arch(cand.params, archs.get(dev["arch"]))
+            if not aligned and spec.pointer_alignment(cand.params) > 4:
+                raise UnsupportedShape(spec.name, "pointer-alignment",
+                                       "it loads 16 bytes at a time, and an operand does not start 16-byte aligned")
+            per_sm = _blocks_per_sm(spec, cand.params, cand.registers, cand.static_smem, dev["arch"])
+        except (UnsupportedShape, IllegalConfig) as exc:
+            refused.setdefault(spec.name, str(exc))
+            continue
+        for params in split_variants(spec, cand.params):
+            try:
+                launch = launch_with(spec, params, problem, dev, per_sm, gpu)
+            except UnsupportedShape as exc:
+                refused.setdefault(spec.name, str(exc))
+                continue
+            waves, steps, lone = _features(spec, params, problem, dev["sm_count"], per_sm)
+            tile_us = (cand.per_tile_us + cand.per_step_us * steps) * scale
+            found.append(Option(launch, m.launch_us + waves * tile_us * (m.alone if lone else 1.0), memory_us))
+    runnable = {o.launch.spec.name for o in found}
+    return found, [why for name, why in refused.items() if name not in runnable]
+
+
+@functools.lru_cache(maxsize=4096)
+def plan(M: int, N: int, K: int, lda: int = 0, ldb: int = 0, ldc: int = 0, aligned: bool = True) -> Plan:
+    """The kernel, configuration, grid and split gemmlab.matmul runs for C[M,N] = A[M,K] @ B[K,N]
+    (row-major, rows lda, ldb, ldc floats apart; 0: packed) on this GPU (with none, the record's),
+    and why. `aligned`: every operand starts 16-byte aligned. Raises spec.BadProblem for sizes no
+    SGEMM has; refuses nothing cuBLAS accepts."""
+    dev, gpu = _device()
+    return plan_for(Problem(M, N, K, lda, ldb, ldc), dev, gpu, aligned)
+
+
+def plan_for(problem: Problem, dev: dict, gpu: str, aligned: bool = True) -> Plan:
+    """The plan for a problem on the GPU `dev` describes (its facts, as source.here().device() gives
+    them), named `gpu` in the plan's words."""
+    if problem.M > ROWS_PER_LAUNCH:              # one launch's rows planned, run as often as needed
+        p = problem
+        first = plan_for(Problem(ROWS_PER_LAUNCH, p.N, p.K, p.lda, p.ldb, p.ldc, p.alpha, p.beta), dev, gpu, aligned)
+        return dataclasses.replace(first, problem=problem, launches=-(-p.M // ROWS_PER_LAUNCH))
+    try:
+        m = model(dev["name"])
+        found, refused = options(m, problem, dev, gpu, aligned)
+    except (NotFitted, archs.UnknownArch) as exc:
+        return _fallback(problem, dev, gpu, str(exc))
+    if not found:
+        return _fallback(problem, dev, gpu, "no fitted configuration can run it: " + "; ".join(refused))
+    found.sort(key=lambda o: (o.predicted_us, o.label))
+    choice = found[0]
+    seen, others = {choice.launch.spec.name}, []
+    for o in found[1:]:
+        if o.launch.spec.name not in seen and len(others) < RUNNERS_UP:
+            seen.add(o.launch.spec.name)
+            others.append(o)
+    basis = f"model {m.label}, for {gpu}"
+    if m.device["name"] != dev["name"]:
+        basis += " (per-SM speed scaled by clock x FP32 lanes)"
+    return Plan(problem, basis, choice, tuple(others), tuple(refused))
+
+
+def _fallback(problem: Problem, dev: dict, gpu: str, why: str) -> Plan:
+    """Without a usable model: the latest chapter's kernel that runs this problem on this GPU, at its
+    defaults (from 09 on, every kernel runs every shape; before them, every scalar one does)."""
+    arch = archs.get(dev["arch"])
+    for spec in reversed(list(registry.KERNELS.values())):
+        if spec.runs_on(spec.defaults, arch):
+            try:
+                spec.check_shape(spec.defaults, problem)
+                per_sm = compile_kernel(spec, spec.defaults, dev["arch"]).occupancy.blocks_per_sm
+                launch = launch_with(spec, spec.defaults, problem, dev, per_sm, gpu)
+            except UnsupportedShape:
+                continue
+            return Plan(problem, f"no model ({why}): {spec.name} at its defaults, for {gpu}",
+                        Option(launch, math.nan, math.nan), (), ())
+    raise NotFitted(f"{why}; and no kernel runs {problem.M} x {problem.N} x {problem.K} at its defaults on {gpu}")

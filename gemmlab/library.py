@@ -1,0 +1,171 @@
+"""gemmlab.matmul: C = alpha * A @ B + beta * C for CuPy float32 matrices of any shape, through the
+course's kernels, each shape with the kernel and configuration its plan picks (dispatch.plan).
+
+The kernels read row-major operands with leading dimensions. A C-contiguous matrix, or one whose
+rows are padded (a slice of a wider one), is passed as it is. Where both A and B are transposed
+views of such matrices, the product is computed as C^T = B^T A^T, which reads them as they lie and
+writes C^T row-major: C comes back as a transposed view. Anything else is copied once, with a
+warning that says why.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import bench, device, dispatch
+from .spec import Problem
+
+
+class LayoutCopy(UserWarning):
+    """An operand gemmlab.matmul had to copy before the kernels could read it."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a 2-D float32 array lies in memory, as the kernels can read it: row-major rows `ld`
+    floats apart (transposed=False), or the transpose of such a matrix (transposed=True)."""
+    transposed: bool
+    ld: int
+
+
+def layout(shape: tuple[int, int], strides: tuple[int, int], itemsize: int = 4) -> Layout | None:
+    """The Layout of an array with these shape and strides (bytes), or None where the kernels cannot
+    read it in place (a stride that is not a whole number of elements, or neither axis contiguous)."""
+    rows, cols = shape
+    if any(s % itemsize for s in strides):
+        return None
+    s0, s1 = (s // itemsize for s in strides)
+    # a stride along an axis of length 1 never moves: it may be anything
+    if (s1 == 1 or cols == 1) and (rows == 1 or s0 >= cols):
+        return Layout(False, max(s0 if rows > 1 else cols, cols, 1))
+    if (s0 == 1 or rows == 1) and (cols == 1 or s1 >= rows):
+        return Layout(True, max(s1 if cols > 1 else rows, rows, 1))
+    return None
+
+
+def _check(name: str, array, cp) -> None:
+    if not isinstance(array, cp.ndarray):
+        raise TypeError(f"gemmlab.matmul: {name} must be a cupy.ndarray on the GPU, got {type(array).__name__}; "
+                        f"move it there with cupy.asarray")
+    if array.ndim != 2:
+        raise ValueError(f"gemmlab.matmul: {name} must be a matrix (2-D), got {array.ndim}-D of shape {array.shape}")
+    if array.dtype != cp.float32:
+        raise TypeError(f"gemmlab.matmul: {name} is {array.dtype}; this is SGEMM: pass float32 "
+                        f"({name}.astype(cupy.float32))")
+
+
+def _readable(name: str, array, cp) -> tuple[object, Layout]:
+    """The array (copied once, with a warning, where the kernels cannot read it in place) and its layout."""
+    found = layout(array.shape, array.strides, array.itemsize)
+    if found is not None and found.ld < 2**31:
+        return array, found
+    warnings.warn(f"gemmlab.matmul copies {name} ({array.shape[0]} x {array.shape[1]}, strides {array.strides} "
+                  f"bytes): the kernels read row-major rows or their transpose", LayoutCopy, stacklevel=3)
+    return cp.ascontiguousarray(array), Layout(False, array.shape[1])
+
+
+def _aligned(*arrays) -> bool:
+    return all(a.data.ptr % 16 == 0 for a in arrays)
+
+
+# Compiled and loaded kernels, by (kernel, configuration): a plan's kernel is loaded once a process.
+_kernels: dict[str, bench.Kernel] = {}
+
+
+def _kernel(plan: dispatch.Plan) -> bench.Kernel:
+    key = plan.key
+    if key not in _kernels:
+        _kernels[key] = bench.Kernel(plan.spec, plan.params)
+    return _kernels[key]
+
+
+def matmul(A, B, out=None, alpha: float = 1.0, beta: float = 0.0):
+    """C = alpha * A @ B + beta * C, with C = `out` (or a new matrix, where beta must be 0), in FP32
+    on the GPU through the course's kernels: the one dispatch.plan picks for this shape. Returns C."""
+    cp = device.cupy()
+    _check("A", A, cp)
+    _check("B", B, cp)
+    (M, K), (K2, N) = A.shape, B.shape
+    if K != K2:
+        raise ValueError(f"gemmlab.matmul: A is {M} x {K} and B is {K2} x {N}: A's columns must equal B's rows")
+    if out is None:
+        if beta != 0:
+            raise ValueError("gemmlab.matmul: beta is not 0, so C must be given as out")
+    else:
+        _check("out", out, cp)
+        if out.shape != (M, N):
+            raise ValueError(f"gemmlab.matmul: out is {out.shape[0]} x {out.shape[1]}; A @ B is {M} x {N}")
+    if M == 0 or N == 0:
+        return cp.empty((M, N), cp.float32) if out is None else out
+    if K == 0:                                   # no products: C = beta * C
+        if out is None:
+            return cp.zeros((M, N), cp.float32)
+        out *= np.float32(beta)
+        return out
+    A, la = _readable("A", A, cp)
+    B, lb = _readable("B", B, cp)
+    if la.transposed and lb.transposed:
+        # C^T (N x M) = B^T A^T: B^T and A^T are row-major as they lie
+        ct = out.T if out is not None else cp.empty((M, N), cp.float32, order="F").T
+        _run(ct, B, lb.ld, A, la.ld, N, M, K, alpha, beta, cp)
+        return out if out is not None else ct.T
+    if la.transposed or lb.transposed:
+        name, array = ("A", A) if la.transposed else ("B", B)
+        warnings.warn(f"gemmlab.matmul copies {name}: it is a transposed view and the other operand is not; the "
+                      f"kernels read both row-major, or both transposed", LayoutCopy, stacklevel=2)
+        copied = cp.ascontiguousarray(array)
+        A, la = (copied, Layout(False, K)) if la.transposed else (A, la)
+        B, lb = (copied, Layout(False, N)) if lb.transposed else (B, lb)
+    c = out if out is not None else cp.empty((M, N), cp.float32)
+    _run(c, A, la.ld, B, lb.ld, M, N, K, alpha, beta, cp)
+    return c
+
+
+def _run(C, A, lda: int, B, ldb: int, M: int, N: int, K: int, alpha: float, beta: float, cp) -> None:
+    """C (row-major M x N, or copied into and out of such) = alpha A B + beta C, A and B row-major."""
+    target = C
+    lc = layout(C.shape, C.strides, C.itemsize)
+    if lc is None or lc.transposed:
+        warnings.warn("gemmlab.matmul writes C through a row-major copy: out is neither row-major nor the "
+                      "transposed view this product writes", LayoutCopy, stacklevel=3)
+        C = cp.ascontiguousarray(target) if beta != 0 else cp.empty((M, N), cp.float32)
+        lc = Layout(False, N)
+    plan = dispatch.plan(M, N, K, lda, ldb, lc.ld, _aligned(A, B, C))
+    kernel = _kernel(plan)
+    for r in range(0, M, dispatch.ROWS_PER_LAUNCH):  # one launch unless M is past CUDA's grid rows
+        rows = min(dispatch.ROWS_PER_LAUNCH, M - r)
+        kernel.launch(Problem(rows, N, K, lda, ldb, lc.ld, float(alpha), float(beta)), A[r:r + rows], B, C[r:r + rows])
+    if C is not target:
+        target[...] = C
+
+
+def _plan(M: int, N: int, K: int, lda: int = 0, ldb: int = 0, ldc: int = 0) -> dispatch.Plan:
+    """gemmlab.matmul.plan(M, N, K): the kernel, configuration, grid and split matmul runs for a
+    row-major M x N x K product, and why (no GPU needed)."""
+    return dispatch.plan(M, N, K, lda, ldb, ldc)
+
+
+matmul.plan = _plan
+
+
+def bench_matmul(size, reps: int | None = None) -> bench.Measurement:
+    """gemmlab.matmul, the whole call as a user makes it, validated then timed against cuBLAS FP32 in
+    the same run (interleaved, L2 flushed), on fresh random inputs."""
+    M, N, K = size
+    plan = dispatch.plan(M, N, K)
+    ops = bench.Operands.random(Problem(M, N, K))
+    matmul(ops.A, ops.B, out=ops.C)
+    result = bench.check(ops)
+    if not result.ok:
+        raise bench.ValidationFailed(f"gemmlab.matmul [{plan.choice.label}] at {M}x{N}x{K}: {result}")
+    ops.reset_output()
+    bench.cublas_sgemm(ops)
+    cublas_check = bench.check(ops)
+    if not cublas_check.ok:
+        raise bench.ValidationFailed(f"cuBLAS at {M}x{N}x{K}: {cublas_check}")
+    ops = bench.Operands.random(Problem(M, N, K))
+    kt, ct = bench.time_interleaved([lambda: matmul(ops.A, ops.B, out=ops.C), lambda: bench.cublas_sgemm(ops)],
+                                    reps=reps)
+    return bench.Measurement("matmul", {"plan": plan.choice.label}, M, N, K, kt, ct, result, cublas_check)

@@ -1,0 +1,210 @@
+"""dispatch: gemmlab.matmul's plan. The frozen model is the fit of the shipped record; the fit
+predicts shapes it never saw well enough to pick their fastest kernel; the plan says why, is the
+same every time, and refuses nothing cuBLAS accepts, on any architecture gemmlab knows. No GPU."""
+import copy
+import json
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from gemmlab import arch, dispatch, records, registry
+from gemmlab.spec import BadProblem, Problem
+
+H100 = {"name": "NVIDIA H100 80GB HBM3", "arch": "sm_90", "sm_count": 132, "clock_mhz": 1980.0,
+        "fp32_lanes_per_sm": 128, "l2_bytes": 50 * 2**20, "peak_fp32_tflops": 66.9, "dram_gbs": 3352.3,
+        "measured_copy_gbs": 2978.1}
+# Learners' GPUs as their attributes read (issue 16's list), none of them the fitted one.
+T4 = {"name": "Tesla T4", "arch": "sm_75", "sm_count": 40, "clock_mhz": 1590.0, "fp32_lanes_per_sm": 64,
+      "l2_bytes": 4 * 2**20, "peak_fp32_tflops": 8.1, "dram_gbs": 320.1}
+RTX4090 = {"name": "NVIDIA GeForce RTX 4090", "arch": "sm_89", "sm_count": 128, "clock_mhz": 2520.0,
+           "fp32_lanes_per_sm": 128, "l2_bytes": 72 * 2**20, "peak_fp32_tflops": 82.6, "dram_gbs": 1008.1}
+
+
+@pytest.fixture(scope="module")
+def frozen():
+    m = dispatch.model(H100["name"])
+    return m, json.loads(m.path.read_text())
+
+
+def _model_of(fitted: dict) -> dispatch.Model:
+    cands = tuple(dispatch.Candidate(registry.KERNELS[c["kernel"]], c["params"], c["registers"], c["static_smem"],
+                                     c["per_tile_us"], c["per_step_us"]) for c in fitted["candidates"])
+    return dispatch.Model(records.latest().path, fitted["device"], fitted["record"]["date"], fitted["launch_us"],
+                          fitted["alone"], cands, ())
+
+
+def _resources(fitted: dict) -> dict:
+    return {dispatch.config_key(c["kernel"], c["params"]): (c["registers"], c["static_smem"])
+            for c in fitted["candidates"]}
+
+
+def test_the_frozen_model_is_the_fit_of_the_shipped_record(frozen):
+    """`python -m gemmlab fit` made gemmlab/fitted/ from the record: refitting gives the same model
+    (the builds' registers as they were then: ptxas may vary by a register between hosts)."""
+    m, data = frozen
+    rec = records.latest()
+    assert data["record"] == {"file": rec.path.name, "date": rec.data["date"]}
+    again = dispatch.fit(rec, _resources(data))
+    assert again["launch_us"] == data["launch_us"] and again["alone"] == data["alone"]
+    assert [(c["kernel"], c["params"]) for c in again["candidates"]] == \
+        [(c["kernel"], c["params"]) for c in data["candidates"]]
+    for new, old in zip(again["candidates"], data["candidates"]):
+        assert new["per_tile_us"] == pytest.approx(old["per_tile_us"], rel=1e-9, abs=1e-9)
+        assert new["per_step_us"] == pytest.approx(old["per_step_us"], rel=1e-9)
+    assert again["fit"]["median_error"] < 0.05, "the model reproduces the timings it was fitted to"
+    assert not m.dropped, "no kernel changed since the fit"
+    assert len({c.spec.name for c in m.candidates}) >= 8, "candidates from most chapters"
+
+
+def _ladder_choice(model: dispatch.Model, shape, rows):
+    """Among the ladder's configurations at one shape (each kernel's best at 4096), the model's pick,
+    the fastest measured, and the model's relative errors."""
+    cands = {dispatch.config_key(c.spec.name, c.params): c for c in model.candidates}
+    picked = []
+    for r in rows:
+        spec = registry.get(r["kernel"])
+        cand = cands.get(dispatch.config_key(spec.name, dispatch.unsplit(spec, r["params"])))
+        if cand is None:
+            continue
+        one = dispatch.Model(model.path, model.device, model.date, model.launch_us, model.alone, (cand,), ())
+        options, _ = dispatch.options(one, Problem(*shape), H100, "H100", True)
+        predicted = next(o.predicted_us for o in options if o.launch.params == spec.resolve(r["params"]))
+        picked.append((predicted, r["ms"] * 1e3, spec.name))
+    return min(picked), min(picked, key=lambda x: x[1]), [abs(p / t - 1) for p, t, _ in picked]
+
+
+def test_the_fit_picks_the_fastest_at_shapes_it_never_saw():
+    """Leave each of the ladder's eight shapes out of every part of the record, refit, and ask the
+    model which of the ladder's configurations (one per kernel) is fastest there: what it picks must
+    be within 3% of the fastest measured, and its median error under 15% (10% at worst when made:
+    4096 x 4096 x 1024, whose K of 1024 is the shortest of any large shape in the record)."""
+    rec = records.latest()
+    data = json.loads(dispatch.fitted_path(H100["name"]).read_text())
+    resources = _resources(data)
+    ladder = rec.data["ladder"]
+    shapes = sorted({records.shape_key(r) for r in ladder})
+    assert len(shapes) == 8
+    for shape in shapes:
+        held_out = copy.deepcopy(rec.data)
+        for section in ("results", "final_search", "ladder"):
+            held_out[section] = [r for r in held_out[section] if records.shape_key(r) != shape]
+        fitted = dispatch.fit(records.Record(rec.path, held_out), resources)
+        (_, picked_us, picked), (_, best_us, best), errors = _ladder_choice(
+            _model_of(fitted), shape, [r for r in ladder if records.shape_key(r) == shape])
+        assert picked_us <= 1.03 * best_us, f"{shape}: picked {picked} ({picked_us:.0f} us), {best} ran {best_us:.0f} us"
+        assert np.median(errors) < 0.15, f"{shape}: median error {np.median(errors):.0%}"
+
+
+def test_the_plan_is_the_same_every_time():
+    first = dispatch.plan_for(Problem(3000, 3000, 3000), H100, "H100")
+    again = dispatch.plan_for(Problem(3000, 3000, 3000), H100, "H100")
+    assert first.key == again.key and str(first) == str(again)
+    cli = [subprocess.run([sys.executable, "-m", "gemmlab", "plan", "777", "1234", "567"], capture_output=True,
+                          text=True) for _ in range(2)]
+    assert cli[0].returncode == 0 and cli[0].stdout == cli[1].stdout and "predicted" in cli[0].stdout
+
+
+def _random_problems(n: int, seed: int):
+    rng = random.Random(seed)
+    for _ in range(n):
+        M, N, K = (rng.randint(1, 3000) for _ in range(3))
+        pad = rng.random() < 0.5
+        yield Problem(M, N, K, K + rng.randint(0, 7) * pad, N + rng.randint(0, 7) * pad,
+                      N + rng.randint(0, 7) * pad), rng.random() < 0.8
+
+
+@pytest.mark.parametrize("dev", [H100, T4, RTX4090], ids=lambda d: d["arch"])
+def test_the_plan_refuses_nothing_cublas_accepts(dev):
+    """Every M, N, K >= 1 with any leading dimensions, aligned or not, gets a kernel that accepts it
+    and runs on the architecture: random shapes up to 3000, and the extremes of the grid."""
+    archs = arch.get(dev["arch"])
+    extremes = [(Problem(1, 1, 1), True), (Problem(1, 1, 100_000), False), (Problem(100_000, 1, 1), True),
+                (Problem(1, 100_000, 1), True), (Problem(65535 * 128 + 1, 3, 5), True), (Problem(3, 3, 3, 7, 9, 11), False)]
+    for problem, aligned in [*extremes, *_random_problems(150, seed=len(dev["name"]))]:
+        plan = dispatch.plan_for(problem, dev, dev["name"], aligned)
+        spec, params = plan.spec, plan.params
+        spec.check_shape(params, problem)
+        spec.check_arch(params, archs)
+        assert aligned or spec.pointer_alignment(params) == 4
+        grid = plan.choice.launch.grid             # one launch's, of at most ROWS_PER_LAUNCH rows
+        assert grid[1] <= 65535 and grid[0] < 2**31
+        assert plan.launches == -(-problem.M // dispatch.ROWS_PER_LAUNCH)
+        assert plan.choice.predicted_us > 0
+    with pytest.raises(BadProblem):
+        dispatch.plan(0, 4, 4)
+
+
+def test_the_plan_says_why_feature_by_feature():
+    ragged = dispatch.plan_for(Problem(1000, 1003, 999), H100, "H100", aligned=True)
+    waves, k_block, alignment, size = ragged.reasons()
+    assert waves.startswith("waves:") and "tiles per slot" in waves and "of the slots' time busy" in waves
+    assert k_block.startswith("K per block:")
+    assert "not all 16-byte multiples" in alignment
+    assert size.startswith("bytes:") and "L2" in size and "ridge" in size
+    assert ragged.refused and all("16-byte-rows" in why for why in ragged.refused), \
+        "the kernels that move 16 bytes at a time are named, with the rule"
+    ragged.spec.check_shape(ragged.params, ragged.problem)
+    text = str(ragged)
+    assert "predicted" in text and "next best" in text and "cannot run it" in text
+    big = dispatch.plan_for(Problem(20000, 20000, 100), H100, "H100")
+    assert "over the 50 MiB L2" in big.reasons()[3]
+    tall = dispatch.plan_for(Problem(3 * dispatch.ROWS_PER_LAUNCH + 1, 8, 8), H100, "H100")
+    assert tall.launches == 4 and tall.reasons()[-1].startswith("launches:") and "each of 4 launches" in str(tall)
+
+
+def test_a_grid_that_cannot_fill_the_gpu_is_split_or_made_of_smaller_tiles():
+    """Where the course's last kernel at its defaults leaves most SMs idle (512^3: 8 tiles for 132
+    SMs), the plan gives at least half of the SMs a block, and predicts it faster."""
+    final = registry.with_shape_search()[-1]
+    for shape in ((512, 512, 512), (1024, 1024, 1024), (16, 4096, 4096)):
+        plan = dispatch.plan_for(Problem(*shape), H100, "H100")
+        launch = plan.choice.launch
+        assert min(launch.blocks, launch.sm_count) >= launch.sm_count / 2, (shape, str(plan))
+        defaults = [o for o in dispatch.options(dispatch.model(H100["name"]), Problem(*shape), H100, "H100", True)[0]
+                    if o.launch.spec is final and o.launch.params == final.defaults]
+        if defaults:
+            assert plan.choice.predicted_us < defaults[0].predicted_us
+
+
+def test_a_kernel_changed_since_the_fit_is_left_out(tmp_path, monkeypatch):
+    data = json.loads(dispatch.fitted_path(H100["name"]).read_text())
+    name = data["candidates"][-1]["kernel"]
+    data["sources"][name] = "0" * 16
+    path = tmp_path / "changed.json"
+    path.write_text(json.dumps(data))
+    m = dispatch.load(path)
+    assert m.dropped == (name,) and all(c.spec.name != name for c in m.candidates)
+
+
+def test_a_damaged_model_falls_back_to_a_kernel_that_runs_the_shape(tmp_path, monkeypatch):
+    (tmp_path / "nvidia-h100-80gb-hbm3.json").write_text("{ not json")
+    monkeypatch.setattr(dispatch, "FITTED_DIR", tmp_path)
+    dispatch.model.cache_clear()
+    try:
+        with pytest.raises(dispatch.NotFitted, match="cannot be read"):
+            dispatch.model(H100["name"])
+        plan = dispatch.plan_for(Problem(100, 200, 300), H100, "H100")
+        assert plan.basis.startswith("no model") and "python -m gemmlab fit" in plan.basis
+        assert "no prediction" in str(plan)
+        plan.spec.check_shape(plan.params, plan.problem)
+        t4 = dispatch.plan_for(Problem(100, 200, 300), T4, "T4")
+        assert t4.spec.runs_on(t4.params, arch.get("sm_75"))
+    finally:
+        dispatch.model.cache_clear()
+
+
+def test_the_command_line_plans_and_refuses_with_a_sentence():
+    ok = subprocess.run([sys.executable, "-m", "gemmlab", "plan", "4097", "4097", "4097"], capture_output=True, text=True)
+    assert ok.returncode == 0 and "waves:" in ok.stdout and "K per block:" in ok.stdout and "16-byte-rows" in ok.stdout
+    padded = subprocess.run([sys.executable, "-m", "gemmlab", "plan", "100", "100", "100", "--ld", "104", "104", "100"],
+                            capture_output=True, text=True)
+    assert padded.returncode == 0 and "every row starts 16-byte aligned" in padded.stdout
+    short = subprocess.run([sys.executable, "-m", "gemmlab", "plan", "100", "100", "100", "--ld", "99", "100", "100"],
+                           capture_output=True, text=True)
+    assert short.returncode == 2 and "lda=99 is shorter than a row" in short.stderr and "Traceback" not in short.stderr
+    both = subprocess.run([sys.executable, "-m", "gemmlab", "plan", "100", "100", "100", "--kernel", "11", "--ld", "100",
+                           "100", "100"], capture_output=True, text=True)
+    assert both.returncode == 2 and "--ld goes with" in both.stderr

@@ -1,0 +1,181 @@
+"""gemmlab.matmul: operands as they lie in memory map to leading dimensions (no GPU needed for
+that); on a GPU, every shape of issue 17's suite, 300 random shapes, transposed views, alpha,
+beta and padded rows come out right against a float64 reference."""
+import random
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import gemmlab
+from gemmlab import bench, device, dispatch, library
+from gemmlab.library import Layout, layout
+
+# Issue 17's shape suite (M, N, K).
+SUITE = ([(s, s, s) for s in (128, 192, 320, 640, 768, 1536, 2000, 2500, 3072, 4000, 5000, 6144, 8192, 10240)]
+         + [(s, s, s) for s in (1023, 2049, 4093, 5003)]
+         + [(m, 4096, 4096) for m in (1, 4, 32, 64, 256)] + [(4096, 8, 4096)]
+         + [(4096, 11008, 4096), (4096, 4096, 11008), (2048, 14336, 4096), (512, 4096, 4096)]
+         + [(1024, 1024, 32768), (8192, 8192, 128)])
+
+
+def _strides(a: np.ndarray):
+    return layout(a.shape, a.strides, a.itemsize)
+
+
+def test_row_major_and_transposed_views_map_to_leading_dimensions():
+    base = np.zeros((6, 10), np.float32)
+    assert _strides(base) == Layout(False, 10)
+    assert _strides(base[:, :7]) == Layout(False, 10), "padded rows: a slice of a wider matrix"
+    assert _strides(base.T) == Layout(True, 10), "a transposed view reads the rows it came from"
+    assert _strides(base[:, :7].T) == Layout(True, 10)
+    assert _strides(base[2:3, :]) == Layout(False, 10) and _strides(base[:, 4:5]) == Layout(False, 10)
+    assert _strides(np.zeros((1, 5), np.float32).T) == Layout(False, 1), "a column is a row-major matrix of rows of 1"
+
+
+def test_what_the_kernels_cannot_read_in_place_is_named():
+    base = np.zeros((6, 10), np.float32)
+    assert _strides(base[:, ::2]) is None, "every other column"
+    assert _strides(base[::-1]) is None, "rows backwards"
+    assert _strides(np.broadcast_to(np.float32(1), (4, 4))) is None, "a broadcast scalar"
+    assert layout((4, 4), (17, 4)) is None, "a stride that is not whole elements"
+
+
+def test_the_library_call_and_its_plan_are_one_attribute_away():
+    assert gemmlab.matmul is library.matmul and gemmlab.matmul.plan(512, 512, 512).choice.predicted_us > 0
+    assert isinstance(gemmlab.matmul.plan(100, 100, 100, 104, 100, 100), dispatch.Plan)
+    with pytest.raises(AttributeError):
+        gemmlab.no_such_thing
+
+
+def test_without_a_gpu_matmul_says_it_needs_one():
+    if device.available():
+        pytest.skip("a GPU is here")
+    with pytest.raises(RuntimeError, match="CuPy|GPU|CUDA"):
+        gemmlab.matmul(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32))
+
+
+def test_bench_matmul_needs_a_gpu_and_says_so():
+    if device.available():
+        pytest.skip("a GPU is here")
+    done = subprocess.run([sys.executable, "-m", "gemmlab", "bench", "matmul", "--size", "64", "64", "64"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "needs a GPU" in done.stderr and "Traceback" not in done.stderr
+
+
+# --- on a GPU --------------------------------------------------------------------------------------
+
+def _reference(cp, A, B, C0, alpha, beta):
+    ref = alpha * (A.astype(cp.float64) @ B.astype(cp.float64))
+    return ref + beta * C0.astype(cp.float64) if C0 is not None else ref
+
+
+def _assert_right(cp, got, A, B, C0=None, alpha=1.0, beta=0.0, what=""):
+    """Normwise and elementwise, as bench.check judges every kernel; NaN never passes."""
+    ref = _reference(cp, A, B, C0, alpha, beta)
+    out = got.astype(cp.float64)
+    assert bool(cp.isfinite(out).all()), f"{what}: NaN or Inf in C"
+    K = A.shape[1]
+    err = cp.abs(out - ref)
+    rel = float(cp.linalg.norm(err)) / (float(cp.linalg.norm(ref)) or 1.0)
+    assert rel <= bench.tolerance(K), f"{what}: relative error {rel:.2e}"
+    scale = abs(alpha) * (cp.abs(A).astype(cp.float64) @ cp.abs(B).astype(cp.float64))
+    if C0 is not None:
+        scale += abs(beta) * cp.abs(C0).astype(cp.float64)
+    assert float((err / ((K + 2) * bench.UNIT_ROUNDOFF * scale + 1e-30)).max()) <= 1.0, f"{what}: an element off"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", SUITE, ids=lambda s: "x".join(map(str, s)))
+def test_every_suite_shape_is_right(shape):
+    cp = device.cupy()
+    M, N, K = shape
+    rng = cp.random.default_rng(17)
+    A = rng.uniform(-1, 1, (M, K), dtype=cp.float32)
+    B = rng.uniform(-1, 1, (K, N), dtype=cp.float32)
+    _assert_right(cp, gemmlab.matmul(A, B), A, B, what=str(dispatch.plan(M, N, K).choice.label))
+
+
+@pytest.mark.gpu
+def test_300_random_shapes_with_alpha_beta_and_padded_rows():
+    cp = device.cupy()
+    rng = random.Random(300)
+    crng = cp.random.default_rng(300)
+    for i in range(300):
+        M, N, K = (rng.randint(1, 3000) for _ in range(3))
+        lda, ldb, ldc = (d + rng.choice((0, 0, 1, 3, 4)) for d in (K, N, N))
+        alpha, beta = rng.choice((1.0, -0.5, 2.0)), rng.choice((0.0, 0.0, 1.0, -0.75))
+        A = crng.uniform(-1, 1, (M, lda), dtype=cp.float32)[:, :K]
+        B = crng.uniform(-1, 1, (K, ldb), dtype=cp.float32)[:, :N]
+        C = crng.uniform(-1, 1, (M, ldc), dtype=cp.float32)[:, :N]
+        C0 = C.copy()
+        if beta == 0.0:
+            C[...] = cp.nan                      # poisoned: beta = 0 must not read C
+        got = gemmlab.matmul(A, B, out=C, alpha=alpha, beta=beta)
+        assert got is C
+        _assert_right(cp, C, A, B, C0 if beta else None, alpha, beta,
+                      what=f"#{i} {M}x{N}x{K} ld {lda},{ldb},{ldc} alpha {alpha} beta {beta}: "
+                           f"{dispatch.plan(M, N, K, lda, ldb, ldc).choice.label}")
+
+
+@pytest.mark.gpu
+def test_transposed_views_are_read_in_place_or_copied_once_with_a_warning():
+    cp = device.cupy()
+    rng = cp.random.default_rng(5)
+    M, N, K = 333, 517, 129
+    At = rng.uniform(-1, 1, (K, M), dtype=cp.float32)      # A = At.T
+    Bt = rng.uniform(-1, 1, (N, K), dtype=cp.float32)      # B = Bt.T
+    A, B = cp.ascontiguousarray(At.T), cp.ascontiguousarray(Bt.T)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", library.LayoutCopy)  # both transposed: no copy
+        C = gemmlab.matmul(At.T, Bt.T)
+    assert C.shape == (M, N)
+    _assert_right(cp, C, A, B, what="both transposed")
+    with pytest.warns(library.LayoutCopy, match="transposed view"):
+        _assert_right(cp, gemmlab.matmul(At.T, B), A, B, what="A transposed")
+    with pytest.warns(library.LayoutCopy, match="transposed view"):
+        _assert_right(cp, gemmlab.matmul(A, Bt.T), A, B, what="B transposed")
+    every_other = cp.zeros((M, 2 * K), cp.float32)
+    every_other[:, ::2] = A
+    with pytest.warns(library.LayoutCopy, match="copies A"):
+        _assert_right(cp, gemmlab.matmul(every_other[:, ::2], B), A, B, what="every other column")
+    out = cp.empty((N, M), cp.float32).T                     # C written as C^T, row-major
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", library.LayoutCopy)
+        assert gemmlab.matmul(At.T, Bt.T, out=out) is not None
+    _assert_right(cp, out, A, B, what="out as a transposed view")
+    C0 = rng.uniform(-1, 1, (M, N), dtype=cp.float32)
+    C = cp.asfortranarray(C0)                                # row-major product into a column-major out
+    with pytest.warns(library.LayoutCopy, match="writes C through a row-major copy"):
+        gemmlab.matmul(A, B, out=C, alpha=0.5, beta=2.0)
+    _assert_right(cp, C, A, B, C0, 0.5, 2.0, what="column-major out, beta 2")
+
+
+@pytest.mark.gpu
+def test_mistakes_are_named_and_empty_products_are_right():
+    cp = device.cupy()
+    A, B = cp.ones((4, 3), cp.float32), cp.ones((3, 5), cp.float32)
+    with pytest.raises(ValueError, match="A's columns must equal B's rows"):
+        gemmlab.matmul(A, cp.ones((4, 5), cp.float32))
+    with pytest.raises(TypeError, match="float32"):
+        gemmlab.matmul(A.astype(cp.float64), B)
+    with pytest.raises(TypeError, match="cupy.ndarray"):
+        gemmlab.matmul(np.ones((4, 3), np.float32), B)
+    with pytest.raises(ValueError, match="out is 4 x 4"):
+        gemmlab.matmul(A, B, out=cp.empty((4, 4), cp.float32))
+    with pytest.raises(ValueError, match="beta is not 0"):
+        gemmlab.matmul(A, B, beta=1.0)
+    assert gemmlab.matmul(cp.ones((0, 3), cp.float32), B).shape == (0, 5)
+    C = cp.full((4, 5), 2.0, cp.float32)
+    gemmlab.matmul(cp.ones((4, 0), cp.float32), cp.ones((0, 5), cp.float32), out=C, beta=0.5)
+    assert bool((C == 1.0).all()), "K = 0: C = beta C"
+
+
+@pytest.mark.gpu
+def test_bench_matmul_times_the_library_call_against_cublas():
+    done = subprocess.run([sys.executable, "-m", "gemmlab", "bench", "matmul", "--size", "1000", "1000", "1000",
+                           "--reps", "5"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "matmul" in done.stdout and "PASS" in done.stdout and "cuBLAS FP32 timed interleaved" in done.stdout
