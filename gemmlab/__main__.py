@@ -257,7 +257,7 @@ def cmd_check(args) -> int:
 def cmd_record(args) -> int:
     from . import recorder
     path = recorder.record(args.kernel or None, ladder=args.ladder, final=args.final, profiles=args.profiles,
-                           memory=args.memory)
+                           memory=args.memory, matmul=args.matmul, matmul_training=args.matmul_training)
     print(f"wrote {path}")
     return 0
 
@@ -340,6 +340,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profiles", action="store_true",
                    help="re-profile every kernel (or those named) with Nsight Compute")
     p.add_argument("--memory", action="store_true", help="re-measure the memory latencies and bandwidths")
+    p.add_argument("--matmul-training", action="store_true",
+                   help="time the plan's best few options at its training shapes (then `fit` refits the model)")
+    p.add_argument("--matmul", action="store_true", help="gemmlab.matmul against cuBLAS over issue 17's shape suite")
     p.set_defaults(fn=cmd_record)
     args = parser.parse_args(argv)
     from . import bench, dispatch, records

@@ -36,3 +36,33 @@ FINAL_CANDIDATES = tuple(
     for tiles, splits in (({"BM": 128, "BN": 256, "WM": 64, "WN": 64, "MINB": 1}, (1, 4, 5, 9)),
                           ({"BM": 128, "BN": 128, "WM": 32, "WN": 64, "MINB": 2}, (1,)))
     for stages in (3, 4) for spread in (2, 4) for split in splits)
+# Issue 17's shape suite, where gemmlab.matmul is put against cuBLAS (`record --matmul` keeps the
+# table in the record): squares, sizes that are multiples of nothing, skinny M and N, transformer
+# layers, extremes of K.
+MATMUL_SUITE = (tuple((s, s, s) for s in (128, 192, 320, 640, 768, 1536, 2000, 2500, 3072, 4000, 5000, 6144, 8192, 10240))
+                + tuple((s, s, s) for s in (1023, 2049, 4093, 5003))
+                + tuple((m, 4096, 4096) for m in (1, 4, 32, 64, 256)) + ((4096, 8, 4096),)
+                + ((4096, 11008, 4096), (4096, 4096, 11008), (2048, 14336, 4096), (512, 4096, 4096))
+                + ((1024, 1024, 32768), (8192, 8192, 128)))
+MATMUL_REPS = 25
+
+
+def _training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
+    """Shapes drawn log-uniformly from 16 to 8192 per dimension, half of them rounded to multiples of
+    128: what the fit of gemmlab.matmul's model learns from beyond the square sizes, chosen by a
+    seeded draw, never from the suite it is judged on."""
+    import random
+    rng = random.Random(seed)
+    shapes = []
+    while len(shapes) < count:
+        shape = tuple(max(16, round(2 ** rng.uniform(4, 13))) for _ in range(3))
+        if len(shapes) % 2:
+            shape = tuple(max(128, d // 128 * 128) for d in shape)
+        if shape not in MATMUL_SUITE and shape not in shapes:
+            shapes.append(shape)
+    return tuple(shapes)
+
+
+# Where `record --matmul` times the plan's best few options (DISPATCH_TRIES of them) for the fit.
+DISPATCH_TRAINING_SHAPES = _training_shapes(48, seed=17)
+DISPATCH_TRIES = 4

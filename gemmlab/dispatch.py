@@ -39,7 +39,7 @@ import numpy as np
 
 from . import arch as archs
 from . import files, identity, records, registry, source
-from .compile import Resources, compile_kernel, occupancy
+from .compile import Resources, compile_kernel, occupancy, precompile
 from .plan import Launch, launch_with
 from .spec import IllegalConfig, KernelSpec, Params, Problem, UnsupportedShape, split_time
 
@@ -92,10 +92,12 @@ def config_key(kernel: str, params: Params) -> str:
 
 def training_rows(rec: records.Record) -> list[dict]:
     """The record's validated timings (the sliders' configurations at three sizes, the final chapter's
-    per-shape search, the ladder's eight shapes) of kernels that stage K tiles (the model's per-step
-    cost needs them), leaving out kernels whose code changed since the record was made."""
+    per-shape search, the ladder's eight shapes, and the plan's own training shapes once `record
+    --matmul-training` has run) of kernels that stage K tiles (the model's per-step cost needs them),
+    leaving out kernels whose code changed since the record was made."""
     stale = set(rec.stale_kernels())
-    rows = [*rec.data["results"], *rec.data.get("final_search", []), *rec.data.get("ladder", [])]
+    rows = [*rec.data["results"], *rec.data.get("final_search", []), *rec.data.get("ladder", []),
+            *rec.data.get("dispatch_training", [])]
     return [r for r in rows if r["kernel"] not in stale and r["kernel"] in registry.KERNELS
             and registry.KERNELS[r["kernel"]].k_tile is not None]
 
@@ -154,6 +156,7 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
     rows = training_rows(rec)
     configs = candidate_configs(rows)
     resources = dict(resources or {})
+    precompile([(kernel, params, arch) for kernel, params in configs if config_key(kernel, params) not in resources])
     for kernel, params in configs:
         key = config_key(kernel, params)
         if key not in resources:
@@ -358,7 +361,7 @@ class Plan:
         return "\n".join(lines)
 
 
-def _device() -> tuple[dict, str]:
+def device_facts() -> tuple[dict, str]:
     here = source.here()
     dev = here.attributes()          # a library call measures nothing beside its own work
     where = "this GPU" if isinstance(here, source.Live) else "the record's GPU (no GPU here)"
@@ -407,7 +410,7 @@ def plan(M: int, N: int, K: int, lda: int = 0, ldb: int = 0, ldc: int = 0, align
     (row-major, rows lda, ldb, ldc floats apart; 0: packed) on this GPU (with none, the record's),
     and why. `aligned`: every operand starts 16-byte aligned. Raises spec.BadProblem for sizes no
     SGEMM has; refuses nothing cuBLAS accepts."""
-    dev, gpu = _device()
+    dev, gpu = device_facts()
     return plan_for(Problem(M, N, K, lda, ldb, ldc), dev, gpu, aligned)
 
 

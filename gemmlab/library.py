@@ -169,3 +169,49 @@ def bench_matmul(size, reps: int | None = None) -> bench.Measurement:
     kt, ct = bench.time_interleaved([lambda: matmul(ops.A, ops.B, out=ops.C), lambda: bench.cublas_sgemm(ops)],
                                     reps=reps)
     return bench.Measurement("matmul", {"plan": plan.choice.label}, M, N, K, kt, ct, result, cublas_check)
+
+
+# --- the measurements behind the plan and its table (`record --matmul-training`, `record --matmul`) ---
+
+def measure_suite(shapes, reps: int, progress: bool = True) -> list[dict]:
+    """gemmlab.matmul against cuBLAS FP32 at each shape, as bench_matmul times it, with the plan it ran."""
+    from tqdm.auto import tqdm
+    rows = []
+    for shape in tqdm(shapes, desc="gemmlab.matmul against cuBLAS", disable=not progress):
+        m = bench_matmul(shape, reps=reps)
+        plan = dispatch.plan(*shape)
+        rows.append({**m.as_row(), "kernel": "matmul", "params": plan.params, "plan_kernel": plan.spec.name,
+                     "predicted_us": plan.choice.predicted_us})
+    return rows
+
+
+def measure_training(shapes, tries: int, progress: bool = True) -> list[dict]:
+    """At each shape, the plan's `tries` best options by the model, each validated then timed against
+    cuBLAS: what the model is refitted on (dispatch.training_rows), where its choices are made."""
+    from tqdm.auto import tqdm
+    dev, gpu = dispatch.device_facts()
+    m = dispatch.model(dev["name"])
+    jobs = []
+    for shape in shapes:
+        found, _ = dispatch.options(m, Problem(*shape), dev, gpu, True)
+        seen = []
+        for o in sorted(found, key=lambda o: (o.predicted_us, o.label)):
+            if len(seen) < tries and (o.launch.spec, o.launch.params) not in seen:
+                seen.append((o.launch.spec, o.launch.params))
+        jobs += [(spec, params, shape) for spec, params in seen]
+    return [bench.bench(spec, params, shape, budget_s=0.25).as_row()
+            for spec, params, shape in tqdm(jobs, desc="gemmlab.matmul's training shapes", disable=not progress)]
+
+
+def suite_table(rows: list[dict]) -> str:
+    """The suite as the closing note and the chapter show it: shape, plan, TFLOP/s, cuBLAS, ratio,
+    spread; the geometric mean of the ratios and the smallest."""
+    lines = [f"{'M x N x K':<18} {'plan':<64} {'TFLOP/s':>8} {'cuBLAS':>8} {'ratio':>6} {'spread':>7}"]
+    for r in rows:
+        changes = f"{r['plan_kernel']} " + " ".join(f"{k}={v}" for k, v in r["params"].items())
+        lines.append(f"{'x'.join(str(r[d]) for d in 'MNK'):<18} {changes[:64]:<64} {r['gflops'] / 1e3:>8.2f} "
+                     f"{r['cublas_gflops'] / 1e3:>8.2f} {r['ratio']:>6.3f} {r['spread']:>7.1%}")
+    ratios = np.array([r["ratio"] for r in rows])
+    lines.append(f"geometric mean of the ratios {np.exp(np.log(ratios).mean()):.3f}, smallest {ratios.min():.3f} "
+                 f"({'x'.join(str(rows[int(ratios.argmin())][d]) for d in 'MNK')}), {len(rows)} shapes")
+    return "\n".join(lines)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from . import bench, campaigns, course, device, files, identity, probes, records, registry, toolchain
+from . import bench, campaigns, course, device, files, identity, library, probes, records, registry, toolchain
 from .spec import KernelSpec
 
 # Nsight Compute's names for what records.STALL_REASONS lists, per issued instruction.
@@ -144,20 +144,21 @@ def _save(path: Path, data: dict) -> None:
 
 def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_dir: Path | None = None,
            progress: bool = True, ladder: bool = False, final: bool = False, profiles: bool = False,
-           memory: bool = False) -> Path:
+           memory: bool = False, matmul: bool = False, matmul_training: bool = False) -> Path:
     """Measure and write a record for this GPU. Every result was validated first (bench.bench
     raises on a wrong answer, and a failing configuration aborts the record).
     With nothing asked for: everything. With kernels: only their results (and counters) are
     replaced in this GPU's existing record; `ladder` re-measures the ladder (from the results now
     in the record), `final` the per-shape search and table, `profiles` every kernel's Nsight
     Compute counters and profiles and the memory probes (with kernels: only theirs, and no
-    probes), `memory` the memory probes alone. What the record holds of kernels that
-    no longer exist is dropped."""
+    probes), `memory` the memory probes alone, `matmul_training` the plan's training shapes (refit
+    with `python -m gemmlab fit` after it), `matmul` gemmlab.matmul against cuBLAS over issue 17's
+    suite. What the record holds of kernels that no longer exist is dropped."""
     facts = device.facts()
     if facts is None:
         raise RuntimeError(device.why_unavailable())
     path = (out_dir or records.own_dir()) / f"{records.slug(facts.name)}.json"
-    everything = not (kernels or ladder or final or profiles or memory)
+    everything = not (kernels or ladder or final or profiles or memory or matmul or matmul_training)
     # read what is there before measuring: a damaged file stops us now, not after an hour
     data = {"results": [], "sources": {}, "ncu": {}}
     if not everything and path.exists():
@@ -169,6 +170,20 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
     data["results"] = [r for r in data["results"] if r["kernel"] in registry.KERNELS]
     data["sources"] = {k: v for k, v in data["sources"].items() if k in registry.KERNELS}
     data["ncu"] = {k: v for k, v in data["ncu"].items() if k in registry.KERNELS}
+    alone = (matmul or matmul_training) and not (kernels or ladder or final or profiles or memory)
+    if alone and "device" not in data:
+        raise RuntimeError(f"there is no record of this GPU at {path} to add gemmlab.matmul's measurements to; "
+                           f"record everything first: `python -m gemmlab record`")
+    today = {"date": _dt.date.today().isoformat()}
+    if matmul_training:                        # the plan's best few options where it chooses (its own model's)
+        data["dispatch_training"] = [{**r, **today} for r in library.measure_training(
+            course.DISPATCH_TRAINING_SHAPES, course.DISPATCH_TRIES, progress)]
+    if matmul:
+        data["matmul_suite"] = [{**r, **today} for r in library.measure_suite(course.MATMUL_SUITE, course.MATMUL_REPS,
+                                                                              progress)]
+    if alone:
+        _save(path, data)                      # the rest of the record as it was
+        return path
     specs = list(registry.KERNELS.values()) if everything else [registry.get(k) for k in kernels or []]
     jobs = [(spec, cfg, s) for spec in specs for cfg in spec.explorer_configs() for s in sizes]
     jobs += [(spec, full, course.STEP_SIZE) for spec in specs for full in spec.step_configs()

@@ -179,3 +179,11 @@ def test_bench_matmul_times_the_library_call_against_cublas():
                            "--reps", "5"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "matmul" in done.stdout and "PASS" in done.stdout and "cuBLAS FP32 timed interleaved" in done.stdout
+
+
+def test_the_suite_table_gives_the_geometric_mean_and_the_smallest_ratio():
+    rows = [{"M": m, "N": 64, "K": 64, "plan_kernel": "k", "params": {"A": 1}, "gflops": g * 1e3,
+             "cublas_gflops": 10e3, "ratio": g / 10, "spread": 0.01} for m, g in ((1, 20.0), (2, 5.0), (3, 10.0))]
+    table = library.suite_table(rows)
+    assert "geometric mean of the ratios 1.000, smallest 0.500 (2x64x64), 3 shapes" in table
+    assert table.splitlines()[1].split()[:2] == ["1x64x64", "k"]
