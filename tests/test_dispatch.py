@@ -208,3 +208,22 @@ def test_the_command_line_plans_and_refuses_with_a_sentence():
     both = subprocess.run([sys.executable, "-m", "gemmlab", "plan", "100", "100", "100", "--kernel", "11", "--ld", "100",
                            "100", "100"], capture_output=True, text=True)
     assert both.returncode == 2 and "--ld goes with" in both.stderr
+
+
+def test_chapter_11s_words_on_the_plans_match_them():
+    """The prose before gl.show_plans in chapter 11 states what the plans do; the plans must bear it out."""
+    from pathlib import Path
+
+    from gemmlab import course
+    nb = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "11_last_wave.ipynb").read_text())
+    prose = next("".join(c["source"]) for c in nb["cells"] if "".join(c["source"]).startswith("## One plan per shape"))
+    assert "at\nthree sizes" in prose and len(course.EXPLORER_SIZES) == 3
+    assert "At 512³ and at 16 x 4096 x 4096 the plan splits every tile along $K$" in prose
+    for shape in ((512, 512, 512), (16, 4096, 4096)):
+        launch = dispatch.plan(*shape).choice.launch
+        assert launch.split_tiles == launch.tiles and min(launch.blocks, launch.sm_count) > launch.sm_count / 2
+    assert "For 4095³ it\npredicts the speed of 4096³, because no shape in the record is ragged" in prose
+    assert dispatch.plan(4095, 4095, 4095).choice.predicted_us == pytest.approx(
+        dispatch.plan(4096, 4096, 4096).choice.predicted_us, rel=0.02)
+    assert all(d % 128 == 0 for r in dispatch.training_rows(records.latest()) for d in records.shape_key(r))
+    assert "the prediction leaves its cost out" in dispatch.plan(4095, 4095, 4095).reasons()[2]

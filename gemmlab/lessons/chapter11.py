@@ -2,7 +2,7 @@
 and table against cuBLAS."""
 from __future__ import annotations
 
-from .. import campaigns, plan, plots, records, registry, source
+from .. import campaigns, dispatch, plan, plots, records, registry, source, widgets
 from ..compile import compile_kernel
 from ..spec import Problem
 from .models import waves
@@ -112,3 +112,26 @@ def show_shape_costs(name: str, shapes: list[tuple[int, int, int]]) -> None:
                     "FLOPs per DRAM byte", "what costs speed"], rows)
              + f"\n\n{launches[0].spec.name} at its defaults on {launches[0].gpu}: arithmetic from the spec and "
                f"the build, no timing.")
+
+
+def show_plans(shapes: list[tuple[int, int, int]]) -> None:
+    """gemmlab.matmul's plan for each shape (dispatch.plan: the model fitted to the record): which
+    kernel, configuration and split, how many SMs get a block, and what the model predicts. No timing."""
+    plans = [dispatch.plan(*shape) for shape in shapes]
+    rows = []
+    for p in plans:
+        launch = p.choice.launch
+        split = (f"{launch.split_tiles:,} of {launch.tiles:,} tiles in {launch.pieces}" if launch.split_tiles else "none")
+        rows.append([f"{p.problem.M} x {p.problem.N} x {p.problem.K}", launch.spec.name,
+                     launch.spec.changes_label(launch.params) or "defaults", split,
+                     f"{min(launch.blocks, launch.sm_count)} of {launch.sm_count}",
+                     f"{p.choice.predicted_us:,.1f}", f"{p.problem.flops / p.choice.predicted_us / 1e6:.1f}"])
+    markdown(table(["M x N x K", "kernel", "configuration (against its defaults)", "tiles split along K",
+                    "SMs with a block", "predicted us", "predicted TFLOP/s"], rows)
+             + f"\n\nPredicted by the {plans[0].basis}: a model, not a measurement. "
+               f"`python -m gemmlab bench matmul --size M N K` times a plan against cuBLAS on a GPU.")
+
+
+def show_plan_explorer():
+    """The plan, with its reasons, for any M, N and K the reader types."""
+    return widgets.plan_explorer()
