@@ -109,7 +109,7 @@ def matmul(A, B, out=None, alpha: float = 1.0, beta: float = 0.0):
     if la.transposed and lb.transposed:
         # C^T (N x M) = B^T A^T: B^T and A^T are row-major as they lie
         ct = out.T if out is not None else cp.empty((M, N), cp.float32, order="F").T
-        _run(ct, B, lb.ld, A, la.ld, N, M, K, alpha, beta, cp)
+        _run(ct, B.T, lb.ld, A.T, la.ld, N, M, K, alpha, beta, cp)
         return out if out is not None else ct.T
     if la.transposed or lb.transposed:
         name, array = ("A", A) if la.transposed else ("B", B)

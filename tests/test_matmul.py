@@ -187,3 +187,19 @@ def test_the_suite_table_gives_the_geometric_mean_and_the_smallest_ratio():
     table = library.suite_table(rows)
     assert "geometric mean of the ratios 1.000, smallest 0.500 (2x64x64), 3 shapes" in table
     assert table.splitlines()[1].split()[:2] == ["1x64x64", "k"]
+
+
+@pytest.mark.gpu
+def test_a_product_taller_than_cudas_grid_runs_in_several_launches():
+    cp = device.cupy()
+    rng = cp.random.default_rng(11)
+    tall = dispatch.ROWS_PER_LAUNCH + 1001
+    A = rng.uniform(-1, 1, (tall, 5), dtype=cp.float32)
+    B = rng.uniform(-1, 1, (5, 3), dtype=cp.float32)
+    assert dispatch.plan(tall, 3, 5).launches == 2
+    _assert_right(cp, gemmlab.matmul(A, B), A, B, what="tall")
+    # both transposed, C wide: C^T = B^T A^T is the tall product, in launches along C^T's rows
+    X = rng.uniform(-1, 1, (5, 3), dtype=cp.float32)              # A = X.T, 3 x 5
+    Y = rng.uniform(-1, 1, (tall, 5), dtype=cp.float32)           # B = Y.T, 5 x tall
+    _assert_right(cp, gemmlab.matmul(X.T, Y.T), cp.ascontiguousarray(X.T), cp.ascontiguousarray(Y.T),
+                  what="wide, both transposed")
