@@ -21,7 +21,7 @@ configuration c of a kernel:
 
 `launch`, `alone`, `per_tile` and `per_step` are fitted, by least squares on relative error, to the
 record's autotuner data: every configuration the chapters' sliders offer, validated and timed at
-three sizes, and the final chapter's per-shape search. The fit is frozen into gemmlab/fitted/
+three sizes, the final chapter's per-shape search and the ladder. The fit is frozen into gemmlab/fitted/
 (`python -m gemmlab fit` remakes it from the record, and a test holds the two in step), so a plan
 needs no GPU and no compile, and the same call always gives the same plan. docs/dispatch.md says
 how well the fit predicts shapes it was not fitted on, and what the record does not cover.
@@ -442,8 +442,8 @@ def plan_for(problem: Problem, dev: dict, gpu: str, aligned: bool = True) -> Pla
 
 
 def _fallback(problem: Problem, dev: dict, gpu: str, why: str) -> Plan:
-    """Without a usable model: the latest chapter's kernel that runs this problem on this GPU, at its
-    defaults (from 09 on, every kernel runs every shape; before them, every scalar one does)."""
+    """Without a usable model: the latest chapter's kernel that runs this problem on this GPU at its
+    defaults."""
     arch = archs.get(dev["arch"])
     for spec in reversed(list(registry.KERNELS.values())):
         if spec.runs_on(spec.defaults, arch):
