@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from . import device, registry
-from .spec import IllegalConfig, Problem, UnsupportedShape
+from .spec import BadProblem, IllegalConfig, Problem, UnsupportedShape
 
 
 class UsageError(ValueError):
@@ -154,7 +154,11 @@ def cmd_bench(args) -> int:
 def _problem(size, ld=None) -> Problem:
     """The shape from --size, with the leading dimensions from --ld (rows padded) if given."""
     try:
-        return Problem(*size, *(ld or ()))
+        problem = Problem(*size)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        return Problem(*size, *ld) if ld else problem
     except ValueError as exc:
         raise UsageError(f"--ld: {exc}; each leading dimension is at least its row (K for A, N for B and C)") from None
 
@@ -355,8 +359,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.command} needs a GPU: {device.why_unavailable()}", file=sys.stderr)
             return 2
         return args.fn(args)
-    except (UsageError, IllegalConfig, UnsupportedShape, registry.UnknownKernel, CompileError, UnusableDirectory,
-            bench.TooLarge, records.NotRecorded, records.StaleRecord, dispatch.NotFitted) as exc:
+    except (UsageError, BadProblem, IllegalConfig, UnsupportedShape, registry.UnknownKernel, CompileError,
+            UnusableDirectory, bench.TooLarge, records.NotRecorded, records.StaleRecord, dispatch.NotFitted) as exc:
         # a mistake in the input, not in gemmlab: its message, and how to fix it, without a traceback
         print(str(exc).splitlines()[0] if not isinstance(exc, CompileError) else exc, file=sys.stderr)
         return 2

@@ -79,6 +79,10 @@ class ArchRule:
     message: Callable[[Params, "Arch"], str]
 
 
+# The largest size or leading dimension a kernel's int arguments hold.
+INT_MAX = 2**31 - 1
+
+
 class BadProblem(ValueError):
     """Sizes or leading dimensions no SGEMM can have (a size below 1, a row longer than its leading dimension)."""
 
@@ -105,6 +109,10 @@ class Problem:
         for ld, row, what in ((self.lda, self.K, "lda"), (self.ldb, self.N, "ldb"), (self.ldc, self.N, "ldc")):
             if ld < row:
                 raise BadProblem(f"{what}={ld} is shorter than a row ({row})")
+        for name in ("M", "N", "K", "lda", "ldb", "ldc"):
+            if getattr(self, name) > INT_MAX:
+                raise BadProblem(f"{name}={getattr(self, name)} is past {INT_MAX:,}: the kernels take 32-bit sizes, "
+                                 f"as cuBLAS does")
 
     @property
     def flops(self) -> int:

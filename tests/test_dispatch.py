@@ -205,6 +205,10 @@ def test_the_command_line_plans_and_refuses_with_a_sentence():
     short = subprocess.run([sys.executable, "-m", "gemmlab", "plan", "100", "100", "100", "--ld", "99", "100", "100"],
                            capture_output=True, text=True)
     assert short.returncode == 2 and "lda=99 is shorter than a row" in short.stderr and "Traceback" not in short.stderr
+    huge = subprocess.run([sys.executable, "-m", "gemmlab", "plan", str(2**31), "2", "2"], capture_output=True, text=True)
+    assert huge.returncode == 2 and "32-bit sizes" in huge.stderr and "Traceback" not in huge.stderr
+    with pytest.raises(BadProblem, match="32-bit"):
+        dispatch.plan(4, 4, 4, 2**31)
     both = subprocess.run([sys.executable, "-m", "gemmlab", "plan", "100", "100", "100", "--kernel", "11", "--ld", "100",
                            "100", "100"], capture_output=True, text=True)
     assert both.returncode == 2 and "--ld goes with" in both.stderr
