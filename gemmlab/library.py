@@ -215,3 +215,19 @@ def suite_table(rows: list[dict]) -> str:
     lines.append(f"geometric mean of the ratios {np.exp(np.log(ratios).mean()):.3f}, smallest {ratios.min():.3f} "
                  f"({'x'.join(str(rows[int(ratios.argmin())][d]) for d in 'MNK')}), {len(rows)} shapes")
     return "\n".join(lines)
+
+
+def measure_heatmap(spec, sizes, ks, progress: bool = True) -> list[dict]:
+    """Over M, N in `sizes` and K in `ks`: the ratio to cuBLAS of `spec` at its defaults (one kernel at
+    one configuration: before dispatch) and of gemmlab.matmul (after), each timed interleaved with
+    cuBLAS in its own run, validated first."""
+    from tqdm.auto import tqdm
+    rows = []
+    for shape in tqdm([(m, n, k) for k in ks for m in sizes for n in sizes], desc="before and after dispatch",
+                      disable=not progress):
+        before = bench.bench(spec, spec.defaults, shape, budget_s=0.3)
+        after = bench_matmul(shape)
+        rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "kernel": spec.name,
+                     "before_ratio": before.ratio, "after_ratio": after.ratio, "plan": after.params["plan"],
+                     "cublas_gflops": after.cublas_gflops})
+    return rows

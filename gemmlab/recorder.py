@@ -153,7 +153,8 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
     Compute counters and profiles and the memory probes (with kernels: only theirs, and no
     probes), `memory` the memory probes alone, `matmul_training` the plan's training shapes (refit
     with `python -m gemmlab fit` after it), `matmul` gemmlab.matmul against cuBLAS over issue 17's
-    suite. What the record holds of kernels that no longer exist is dropped."""
+    suite and the heatmap's grid (before and after dispatch). What the record holds of kernels that
+    no longer exist is dropped."""
     facts = device.facts()
     if facts is None:
         raise RuntimeError(device.why_unavailable())
@@ -181,6 +182,8 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
     if matmul:
         data["matmul_suite"] = [{**r, **today} for r in library.measure_suite(course.MATMUL_SUITE, course.MATMUL_REPS,
                                                                               progress)]
+        data["matmul_heatmap"] = [{**r, **today} for r in library.measure_heatmap(
+            registry.with_shape_search()[-1], course.HEATMAP_SIZES, course.HEATMAP_K, progress)]
     if alone:
         _save(path, data)                      # the rest of the record as it was
         return path

@@ -203,3 +203,22 @@ def test_a_product_taller_than_cudas_grid_runs_in_several_launches():
     Y = rng.uniform(-1, 1, (tall, 5), dtype=cp.float32)           # B = Y.T, 5 x tall
     _assert_right(cp, gemmlab.matmul(X.T, Y.T), cp.ascontiguousarray(X.T), cp.ascontiguousarray(Y.T),
                   what="wide, both transposed")
+
+
+def test_the_heatmap_draws_before_and_after_for_each_k(monkeypatch):
+    """plots.dispatch_heatmaps from rows as `record --matmul` keeps them (made up here: the plot is
+    tested, not the GPU): one row of panels per K, the geometric mean and the smallest in each title."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from gemmlab import plots
+    monkeypatch.setattr(plt, "show", lambda: None)
+    rows = [{"M": m, "N": n, "K": k, "before_ratio": 0.5, "after_ratio": 2.0 if m == n else 1.0}
+            for k in (256, 4096) for m in (256, 512) for n in (256, 512)]
+    plots.dispatch_heatmaps(rows, "final", "label")
+    fig = plt.gcf()
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert len(titles) == 4 and "K = 256" in titles[0] and "K = 4096" in titles[2]
+    assert "geometric mean 0.50, smallest 0.50" in titles[0]
+    assert "geometric mean 1.41, smallest 1.00" in titles[1]
+    plt.close(fig)
