@@ -38,7 +38,11 @@ def test_compiles_at_default_and_extreme_configs(name, cfg, arch, tmp_path, monk
     r = build.resources
     assert 0 < r.registers <= 255
     if arch in ARCHS_TESTED:   # elsewhere a spill is reported, not refused (05 at 1024 threads: sm_75, 86-89, 120)
-        assert not r.spills, build.report()
+        if r.spills:
+            # ptxas, loaded, now and then spills a few bytes at a register cap where it otherwise does not
+            # (docs/toolchain.md): the configuration must still build without spills, compiled once more alone
+            again = compile_kernel(name, cfg, arch, use_cache=False)
+            assert not again.resources.spills, f"{build.report()}\nand again:\n{again.report()}"
     assert r.static_smem == KERNELS[name].static_smem(cfg), "the registry's shared-memory model matches the cubin"
     assert build.occupancy.blocks_per_sm >= 1
 
