@@ -99,10 +99,13 @@ def matmul(A, B, out=None, alpha: float = 1.0, beta: float = 0.0):
             raise ValueError(f"gemmlab.matmul: out is {out.shape[0]} x {out.shape[1]}; A @ B is {M} x {N}")
     if M == 0 or N == 0:
         return cp.empty((M, N), cp.float32) if out is None else out
-    if K == 0:                                   # no products: C = beta * C
+    if K == 0:                                   # no products: C = beta * C (C not read when beta is 0)
         if out is None:
             return cp.zeros((M, N), cp.float32)
-        out *= np.float32(beta)
+        if beta == 0:
+            out.fill(0)
+        else:
+            out *= np.float32(beta)
         return out
     A, la = _readable("A", A, cp)
     B, lb = _readable("B", B, cp)

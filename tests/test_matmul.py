@@ -171,6 +171,9 @@ def test_mistakes_are_named_and_empty_products_are_right():
     C = cp.full((4, 5), 2.0, cp.float32)
     gemmlab.matmul(cp.ones((4, 0), cp.float32), cp.ones((0, 5), cp.float32), out=C, beta=0.5)
     assert bool((C == 1.0).all()), "K = 0: C = beta C"
+    C[...] = cp.nan
+    gemmlab.matmul(cp.ones((4, 0), cp.float32), cp.ones((0, 5), cp.float32), out=C)
+    assert bool((C == 0.0).all()), "beta = 0: C is not read, so NaN in it does not survive"
 
 
 @pytest.mark.gpu
