@@ -1,4 +1,7 @@
 """Compilation with NVRTC from pip: no GPU needed."""
+import json
+import subprocess
+import sys
 
 import pytest
 
@@ -20,6 +23,16 @@ def compiled_in_parallel():
     precompile([(name, cfg, arch) for name, cfg in CASES for arch in EVERY_ARCH])
 
 
+def _compile_alone(name: str, cfg: dict, arch: str) -> dict:
+    """The resources of a build made anew by a fresh Python process (into this session's cache)."""
+    code = ("import json, sys; from dataclasses import asdict; from gemmlab.compile import compile_kernel; "
+            "print(json.dumps(asdict(compile_kernel(sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], "
+            "use_cache=False).resources)))")
+    done = subprocess.run([sys.executable, "-c", code, name, json.dumps(cfg), arch], capture_output=True, text=True,
+                          check=True)
+    return json.loads(done.stdout)
+
+
 @pytest.mark.parametrize("arch", EVERY_ARCH)
 @pytest.mark.parametrize("name,cfg", CASES, ids=[f"{n}-{'-'.join(f'{k}{v}' for k, v in c.items())}" for n, c in CASES])
 def test_compiles_at_default_and_extreme_configs(name, cfg, arch, tmp_path, monkeypatch):
@@ -39,10 +52,11 @@ def test_compiles_at_default_and_extreme_configs(name, cfg, arch, tmp_path, monk
     assert 0 < r.registers <= 255
     if arch in ARCHS_TESTED:   # elsewhere a spill is reported, not refused (05 at 1024 threads: sm_75, 86-89, 120)
         if r.spills:
-            # ptxas, loaded, now and then spills a few bytes at a register cap where it otherwise does not
-            # (docs/toolchain.md): the configuration must still build without spills, compiled once more alone
-            again = compile_kernel(name, cfg, arch, use_cache=False)
-            assert not again.resources.spills, f"{build.report()}\nand again:\n{again.report()}"
+            # ptxas in a long test session now and then spills a few bytes at a register cap where a
+            # process of its own does not (docs/toolchain.md): the configuration must build without
+            # spills in a fresh process, which puts that build in the session's cache
+            again = _compile_alone(name, cfg, arch)
+            assert not (again["spill_stores"] or again["spill_loads"]), f"{build.report()}\nalone: {again}"
     assert r.static_smem == KERNELS[name].static_smem(cfg), "the registry's shared-memory model matches the cubin"
     assert build.occupancy.blocks_per_sm >= 1
 
