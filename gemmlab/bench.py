@@ -346,13 +346,22 @@ def bench(kernel: str | KernelSpec, params: Params | None = None, size: Sequence
           reps: int | None = None, seed: int | None = None, budget_s: float = 0.6) -> Measurement:
     """Validate the kernel on fresh inputs (cuBLAS too, once per size and process), then time
     both, interleaved, on new inputs."""
-    M, N, K = size
     k = Kernel(kernel, params)
+    return bench_call(k, k.spec.name, k.params, f"{k.spec.name} [{k.spec.config_label(k.params)}]", size, reps,
+                      seed, budget_s)
+
+
+def bench_call(run: Callable[[Operands], None], name: str, params: dict, label: str, size: Sequence[int],
+               reps: int | None = None, seed: int | None = None, budget_s: float = 0.6) -> Measurement:
+    """bench for any call that computes an Operands' C (a kernel, or gemmlab.matmul): validated, and
+    cuBLAS too (once per size and process), then both timed, interleaved, on new inputs. `label`
+    names the call in a validation failure."""
+    M, N, K = size
     ops = Operands.random(Problem(M, N, K), seed)
-    k(ops)
+    run(ops)
     result = check(ops)
     if not result.ok:
-        raise ValidationFailed(f"{k.spec.name} [{k.spec.config_label(k.params)}] at {M}x{N}x{K}: {result}")
+        raise ValidationFailed(f"{label} at {M}x{N}x{K}: {result}")
     if (M, N, K) not in _cublas_checks:
         ops.reset_output()
         cublas_sgemm(ops)
@@ -361,8 +370,8 @@ def bench(kernel: str | KernelSpec, params: Params | None = None, size: Sequence
     if not cublas_check.ok:
         raise ValidationFailed(f"cuBLAS at {M}x{N}x{K}: {cublas_check}")
     ops = Operands.random(Problem(M, N, K), seed)
-    kt, ct = time_interleaved([lambda: k(ops), lambda: cublas_sgemm(ops)], reps=reps, budget_s=budget_s)
-    return Measurement(k.spec.name, k.params, M, N, K, kt, ct, result, cublas_check)
+    kt, ct = time_interleaved([lambda: run(ops), lambda: cublas_sgemm(ops)], reps=reps, budget_s=budget_s)
+    return Measurement(name, params, M, N, K, kt, ct, result, cublas_check)
 
 
 def bench_cublas(size: Sequence[int], math_mode: int = CUBLAS_DEFAULT_MATH, reps: int | None = None) -> tuple[Timing, Check]:

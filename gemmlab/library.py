@@ -156,22 +156,9 @@ matmul.plan = _plan
 def bench_matmul(size, reps: int | None = None) -> bench.Measurement:
     """gemmlab.matmul, the whole call as a user makes it, validated then timed against cuBLAS FP32 in
     the same run (interleaved, L2 flushed), on fresh random inputs."""
-    M, N, K = size
-    plan = dispatch.plan(M, N, K)
-    ops = bench.Operands.random(Problem(M, N, K))
-    matmul(ops.A, ops.B, out=ops.C)
-    result = bench.check(ops)
-    if not result.ok:
-        raise bench.ValidationFailed(f"gemmlab.matmul [{plan.choice.label}] at {M}x{N}x{K}: {result}")
-    ops.reset_output()
-    bench.cublas_sgemm(ops)
-    cublas_check = bench.check(ops)
-    if not cublas_check.ok:
-        raise bench.ValidationFailed(f"cuBLAS at {M}x{N}x{K}: {cublas_check}")
-    ops = bench.Operands.random(Problem(M, N, K))
-    kt, ct = bench.time_interleaved([lambda: matmul(ops.A, ops.B, out=ops.C), lambda: bench.cublas_sgemm(ops)],
-                                    reps=reps)
-    return bench.Measurement("matmul", {"plan": plan.choice.label}, M, N, K, kt, ct, result, cublas_check)
+    label = dispatch.plan(*size).choice.label
+    return bench.bench_call(lambda ops: matmul(ops.A, ops.B, out=ops.C), "matmul", {"plan": label},
+                            f"gemmlab.matmul [{label}]", size, reps)
 
 
 # --- the measurements behind the plan and its table (`record --matmul-training`, `record --matmul`) ---
