@@ -110,6 +110,7 @@ def test_the_notebook_cells_show_the_task_hints_solution_and_progress(capsys):
 
 
 @pytest.mark.gpu
+@pytest.mark.alone
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_on_a_gpu_the_solution_passes_correctness_and_speed(name):
     starter = exercises.check(name, which="starter")

@@ -39,9 +39,11 @@ def test_installed_outside_the_checkout_it_compiles_and_reports(wheel, tmp_path)
     python = venv / "bin" / "python"
     site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                capture_output=True, text=True, check=True).stdout.strip())
-    # This environment's packages behind the new one's (a path line: its .pth files, among them the
-    # editable gemmlab's finder, are not run), then the wheel itself.
-    (site / "borrowed.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # This environment's packages behind the new one's, then the wheel itself. Path lines: their .pth files,
+    # among them the editable gemmlab's finder, are not run, so every site folder this interpreter sees is
+    # named (a GPU box's environment borrows its system's NumPy and CuPy through one of those .pth files).
+    borrowed = [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and Path(p).is_dir()]
+    (site / "borrowed.pth").write_text("\n".join(dict.fromkeys([sysconfig.get_paths()["purelib"], *borrowed])) + "\n")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(site),
                     str(wheel)], check=True, capture_output=True)
     elsewhere = tmp_path / "elsewhere"

@@ -20,6 +20,7 @@ def test_the_chain_visits_every_slot_window_by_window():
 
 
 @pytest.mark.gpu
+@pytest.mark.alone
 def test_latencies_are_ordered_and_plausible():
     m = probes.measure()
     assert m["shared_cycles"] < m["l2_cycles"] < m["dram_cycles"], m
