@@ -17,10 +17,17 @@ def write_atomic(path: Path, data: bytes | str) -> None:
     symlink planted there), then rename over it: a reader sees the old file or the new one, never a
     part, and concurrent writers (threads or processes) cannot truncate each other's."""
     raw = data.encode() if isinstance(data, str) else data
+    # mkstemp makes the file owner-only (0600); the file takes the mode it had, or a new file's usual 0644,
+    # so a record written here can be read by everyone who installs the package.
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        mode = 0o644
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
+            os.fchmod(f.fileno(), mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -2,6 +2,7 @@
 store survive damage and concurrent writers; every bad command line exits 2 with one line."""
 import json
 import os
+import stat
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -102,6 +103,15 @@ def test_write_atomic_leaves_the_old_file_whole_when_writing_fails(tmp_path, mon
     with pytest.raises(OSError):
         files.write_atomic(path, "new")
     assert path.read_text() == "old" and list(tmp_path.iterdir()) == [path]
+
+
+def test_write_atomic_gives_a_new_file_a_readable_mode_and_keeps_an_old_ones(tmp_path):
+    fresh, kept = tmp_path / "record.json", tmp_path / "private.json"
+    files.write_atomic(fresh, "{}")          # the H200 record of 2026-11-24 came out 0600 (mkstemp's mode)
+    kept.write_text("old")
+    kept.chmod(0o600)
+    files.write_atomic(kept, "new")
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o644 and stat.S_IMODE(kept.stat().st_mode) == 0o600
 
 
 @pytest.mark.parametrize("content", ["", "{", "{}", "[]", '{"date": "x"}', b"\xff\xfe"])
