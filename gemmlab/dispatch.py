@@ -49,6 +49,8 @@ FITTED_DIR = Path(__file__).resolve().parent / "fitted"
 LAUNCH_GRID_US = tuple(np.round(np.arange(0.0, 40.0 + 1e-9, 0.5), 2))
 # The shares of a shared SM's time that a block alone on an SM takes, tried likewise.
 ALONE_GRID = tuple(np.round(np.arange(0.30, 1.0 + 1e-9, 0.02), 2))
+# ... and of `chain`, the time each piece of a split tile adds while the pieces add into C in turn
+CHAIN_GRID_US = tuple(np.round(np.arange(0.0, 40.0 + 1e-9, 0.5), 2))
 # A configuration becomes a candidate when it was among its kernel's fastest few at a recorded shape.
 KEEP_PER_SHAPE = 3
 # How many other kernels' best options a plan names.
@@ -124,20 +126,23 @@ def _blocks_per_sm(spec: KernelSpec, params: Params, registers: int, static_smem
 
 
 def _features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
-              blocks_per_sm: int) -> tuple[float, int, bool]:
+              blocks_per_sm: int) -> tuple[float, int, bool, int]:
     """(whole-tile times over the block slots, K steps of a whole tile, whether every block has an SM
-    to itself where several could share one) for one launch."""
+    to itself where several could share one, the pieces in a split tile's chain: 0 where none is
+    split) for one launch."""
     slots = sm_count * blocks_per_sm
     tiles, steps = spec.tiles(params, problem), spec.k_steps(params, problem)
     pieces = spec.split(params)
     split = spec.split_count(params, problem, slots) if pieces > 1 else 0
     blocks = tiles + split * (pieces - 1)
-    return split_time(tiles, steps, slots, pieces, split), steps, blocks_per_sm > 1 and blocks <= sm_count
+    lone = blocks_per_sm > 1 and blocks <= sm_count
+    return split_time(tiles, steps, slots, pieces, split), steps, lone, pieces if split else 0
 
 
-def _fit_one(waves: np.ndarray, steps: np.ndarray, us: np.ndarray, launch_us: float) -> tuple[float, float, float]:
+def _fit_one(waves: np.ndarray, steps: np.ndarray, us: np.ndarray,
+             launch_us: np.ndarray | float) -> tuple[float, float, float]:
     """(per_tile, per_step, squared relative error) minimising sum ((launch + w (a + b k)) / t - 1)^2
-    with a, b >= 0."""
+    with a, b >= 0 (`launch` per row: the launch, and a split's chain where there is one)."""
     u, v, r = waves / us, waves * steps / us, 1.0 - launch_us / us
     uu, uv, vv, ur, vr = u @ u, u @ v, v @ v, u @ r, v @ r
     det = uu * vv - uv * uv
@@ -170,17 +175,24 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
         mine = [r for r in rows if r["kernel"] == kernel and unsplit(spec, r["params"]) == params]
         feats = [_features(spec, r["params"], Problem(*records.shape_key(r)), dev["sm_count"], per_sm) for r in mine]
         data.append((np.array([f[0] for f in feats]), np.array([f[1] for f in feats], dtype=float),
-                     np.array([f[2] for f in feats]), np.array([r["ms"] * 1e3 for r in mine])))
+                     np.array([f[2] for f in feats]), np.array([f[3] for f in feats], dtype=float),
+                     np.array([r["ms"] * 1e3 for r in mine])))
 
-    def total(launch_us: float, alone: float) -> float:
-        return sum(_fit_one(w * np.where(lone, alone, 1.0), k, t, launch_us)[2] for w, k, lone, t in data)
-    grid = [(launch_us, alone) for launch_us in LAUNCH_GRID_US for alone in ALONE_GRID]
-    launch, alone = (float(x) for x in grid[int(np.argmin([total(*g) for g in grid]))])
+    def total(launch_us: float, alone: float, chain_us: float) -> float:
+        return sum(_fit_one(w * np.where(lone, alone, 1.0), k, t, launch_us + chain_us * pieces)[2]
+                   for w, k, lone, pieces, t in data)
+    # launch and alone on their grid, then chain on its own (it moves only the split rows), twice over
+    launch, alone, chain = 0.0, 1.0, 0.0
+    for _ in range(2):
+        grid = [(launch_us, a) for launch_us in LAUNCH_GRID_US for a in ALONE_GRID]
+        launch, alone = (float(x) for x in grid[int(np.argmin([total(*g, chain) for g in grid]))])
+        chain = float(CHAIN_GRID_US[int(np.argmin([total(launch, alone, c) for c in CHAIN_GRID_US]))])
     candidates, errors = [], []
-    for (kernel, params), (w, k, lone, t) in zip(configs, data):
+    for (kernel, params), (w, k, lone, pieces, t) in zip(configs, data):
         w = w * np.where(lone, alone, 1.0)
-        a, b, _ = _fit_one(w, k, t, launch)
-        rel = (launch + w * (a + b * k)) / t - 1
+        fixed = launch + chain * pieces
+        a, b, _ = _fit_one(w, k, t, fixed)
+        rel = (fixed + w * (a + b * k)) / t - 1
         errors += list(rel)
         regs, smem = resources[config_key(kernel, params)]
         candidates.append({"kernel": kernel, "params": params, "registers": regs, "static_smem": smem,
@@ -197,6 +209,7 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
         "sources": {k: rec.data["sources"][k] for k in used},
         "launch_us": launch,
         "alone": alone,
+        "chain_us": chain,
         "fit": {"rows": int(errors.size), "median_error": float(np.median(errors)),
                 "worst_error": float(errors.max())},
         "candidates": candidates,
@@ -233,6 +246,7 @@ class Model:
     date: str
     launch_us: float
     alone: float
+    chain_us: float                # per piece of a split tile, the pieces adding into C in turn
     candidates: tuple[Candidate, ...]
     dropped: tuple[str, ...]       # kernels left out: their code changed since the fit
 
@@ -250,7 +264,7 @@ def load(path: Path) -> Model:
                                 c["per_tile_us"], c["per_step_us"])
                       for c in data["candidates"] if c["kernel"] not in changed)
         return Model(path, data["device"], data["record"]["date"], float(data["launch_us"]), float(data["alone"]),
-                     cands, tuple(changed))
+                     float(data["chain_us"]), cands, tuple(changed))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise NotFitted(f"the fitted model {path} cannot be read ({exc}); restore it, or remake it from the "
                         f"record with `python -m gemmlab fit`") from None
@@ -397,9 +411,10 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> t
             except UnsupportedShape as exc:
                 refused.setdefault(spec.name, str(exc))
                 continue
-            waves, steps, lone = _features(spec, params, problem, dev["sm_count"], per_sm)
+            waves, steps, lone, chained = _features(spec, params, problem, dev["sm_count"], per_sm)
             tile_us = (cand.per_tile_us + cand.per_step_us * steps) * scale
-            found.append(Option(launch, m.launch_us + waves * tile_us * (m.alone if lone else 1.0), memory_us))
+            fixed = m.launch_us + m.chain_us * chained
+            found.append(Option(launch, fixed + waves * tile_us * (m.alone if lone else 1.0), memory_us))
     runnable = {o.launch.spec.name for o in found}
     return found, [why for name, why in refused.items() if name not in runnable]
 

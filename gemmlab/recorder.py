@@ -136,6 +136,13 @@ def _precompile(jobs: list[tuple[KernelSpec, dict]], progress: bool) -> None:
     precompile([(spec.name, cfg, arch) for spec, cfg in jobs], progress)
 
 
+def _merged(old: list[dict], new: list[dict]) -> list[dict]:
+    """Timings by (kernel, configuration, shape): the new where both have one."""
+    def key(r: dict) -> str:
+        return json.dumps([r["kernel"], r["params"], r["M"], r["N"], r["K"]], sort_keys=True)
+    return list({**{key(r): r for r in old}, **{key(r): r for r in new}}.values())
+
+
 def _save(path: Path, data: dict) -> None:
     """Whole or not at all: an interruption leaves the old record as it was."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -177,8 +184,11 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
                            f"record everything first: `python -m gemmlab record`")
     today = {"date": _dt.date.today().isoformat()}
     if matmul_training:                        # the plan's best few options where it chooses (its own model's)
-        data["dispatch_training"] = [{**r, **today} for r in library.measure_training(
-            course.DISPATCH_TRAINING_SHAPES, course.DISPATCH_TRIES, progress)]
+        new = [{**r, **today} for r in library.measure_training(course.DISPATCH_TRAINING_SHAPES,
+                                                               course.DISPATCH_TRIES, progress)]
+        # added to the earlier rounds' rows (a new timing of the same launch replaces the old): what an
+        # earlier model chose and the GPU disproved stays in the fit, so a refit cannot choose it again
+        data["dispatch_training"] = _merged(data.get("dispatch_training", []), new)
     if matmul:
         data["matmul_suite"] = [{**r, **today} for r in library.measure_suite(course.MATMUL_SUITE, course.MATMUL_REPS,
                                                                               progress)]
