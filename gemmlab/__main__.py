@@ -121,7 +121,8 @@ def cmd_fit(args) -> int:
     f = fitted["fit"]
     print(f"fitted {len(fitted['candidates'])} configurations to {f['rows']} timings of {fitted['device']['name']} "
           f"({fitted['record']['date']}): median error {f['median_error']:.1%}, worst {f['worst_error']:.1%}; "
-          f"launch {fitted['launch_us']} us, {fitted['chain_us']} us per piece of a split tile's chain; wrote {path}")
+          f"launch {fitted['launch_us']} us, {fitted['chain_us']} us per piece of a split tile's chain, a tile on the "
+          f"checked copy path x{1 + fitted['ragged']:.2f}; wrote {path}")
     return 0
 
 

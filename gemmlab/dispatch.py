@@ -51,6 +51,8 @@ LAUNCH_GRID_US = tuple(np.round(np.arange(0.0, 40.0 + 1e-9, 0.5), 2))
 ALONE_GRID = tuple(np.round(np.arange(0.30, 1.0 + 1e-9, 0.02), 2))
 # ... and of `chain`, the time each piece of a split tile adds while the pieces add into C in turn
 CHAIN_GRID_US = tuple(np.round(np.arange(0.0, 40.0 + 1e-9, 0.5), 2))
+# ... and of `ragged`, how much longer a tile takes on the checked copy path than on the 16-byte one
+RAGGED_GRID = tuple(np.round(np.arange(0.0, 2.0 + 1e-9, 0.05), 2))
 # A configuration becomes a candidate when it was among its kernel's fastest few at a recorded shape.
 KEEP_PER_SHAPE = 3
 # How many other kernels' best options a plan names.
@@ -126,17 +128,18 @@ def _blocks_per_sm(spec: KernelSpec, params: Params, registers: int, static_smem
 
 
 def _features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
-              blocks_per_sm: int) -> tuple[float, int, bool, int]:
+              blocks_per_sm: int) -> tuple[float, int, bool, int, float]:
     """(whole-tile times over the block slots, K steps of a whole tile, whether every block has an SM
     to itself where several could share one, the pieces in a split tile's chain: 0 where none is
-    split) for one launch."""
+    split, the share of tiles on the checked copy path: 0 for kernels with one path) for one launch."""
     slots = sm_count * blocks_per_sm
     tiles, steps = spec.tiles(params, problem), spec.k_steps(params, problem)
     pieces = spec.split(params)
     split = spec.split_count(params, problem, slots) if pieces > 1 else 0
     blocks = tiles + split * (pieces - 1)
     lone = blocks_per_sm > 1 and blocks <= sm_count
-    return split_time(tiles, steps, slots, pieces, split), steps, lone, pieces if split else 0
+    checked = 1 - spec.fast_tiles(params, problem) / tiles if spec.fast_tiles else 0.0
+    return split_time(tiles, steps, slots, pieces, split), steps, lone, pieces if split else 0, checked
 
 
 def _fit_one(waves: np.ndarray, steps: np.ndarray, us: np.ndarray,
@@ -176,20 +179,22 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
         feats = [_features(spec, r["params"], Problem(*records.shape_key(r)), dev["sm_count"], per_sm) for r in mine]
         data.append((np.array([f[0] for f in feats]), np.array([f[1] for f in feats], dtype=float),
                      np.array([f[2] for f in feats]), np.array([f[3] for f in feats], dtype=float),
-                     np.array([r["ms"] * 1e3 for r in mine])))
+                     np.array([f[4] for f in feats]), np.array([r["ms"] * 1e3 for r in mine])))
 
-    def total(launch_us: float, alone: float, chain_us: float) -> float:
-        return sum(_fit_one(w * np.where(lone, alone, 1.0), k, t, launch_us + chain_us * pieces)[2]
-                   for w, k, lone, pieces, t in data)
-    # launch and alone on their grid, then chain on its own (it moves only the split rows), twice over
-    launch, alone, chain = 0.0, 1.0, 0.0
+    def total(launch_us: float, alone: float, chain_us: float, ragged: float) -> float:
+        return sum(_fit_one(w * np.where(lone, alone, 1.0) * (1 + ragged * checked), k, t, launch_us + chain_us * pieces)[2]
+                   for w, k, lone, pieces, checked, t in data)
+    # launch and alone on their grid, then chain and ragged each on its own (each moves only some
+    # rows: the split ones, the ragged ones), twice over
+    launch, alone, chain, ragged = 0.0, 1.0, 0.0, 0.0
     for _ in range(2):
         grid = [(launch_us, a) for launch_us in LAUNCH_GRID_US for a in ALONE_GRID]
-        launch, alone = (float(x) for x in grid[int(np.argmin([total(*g, chain) for g in grid]))])
-        chain = float(CHAIN_GRID_US[int(np.argmin([total(launch, alone, c) for c in CHAIN_GRID_US]))])
+        launch, alone = (float(x) for x in grid[int(np.argmin([total(*g, chain, ragged) for g in grid]))])
+        chain = float(CHAIN_GRID_US[int(np.argmin([total(launch, alone, c, ragged) for c in CHAIN_GRID_US]))])
+        ragged = float(RAGGED_GRID[int(np.argmin([total(launch, alone, chain, r) for r in RAGGED_GRID]))])
     candidates, errors = [], []
-    for (kernel, params), (w, k, lone, pieces, t) in zip(configs, data):
-        w = w * np.where(lone, alone, 1.0)
+    for (kernel, params), (w, k, lone, pieces, checked, t) in zip(configs, data):
+        w = w * np.where(lone, alone, 1.0) * (1 + ragged * checked)
         fixed = launch + chain * pieces
         a, b, _ = _fit_one(w, k, t, fixed)
         rel = (fixed + w * (a + b * k)) / t - 1
@@ -210,6 +215,7 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
         "launch_us": launch,
         "alone": alone,
         "chain_us": chain,
+        "ragged": ragged,
         "fit": {"rows": int(errors.size), "median_error": float(np.median(errors)),
                 "worst_error": float(errors.max())},
         "candidates": candidates,
@@ -247,6 +253,7 @@ class Model:
     launch_us: float
     alone: float
     chain_us: float                # per piece of a split tile, the pieces adding into C in turn
+    ragged: float                  # a tile on the checked copy path takes 1 + ragged times as long
     candidates: tuple[Candidate, ...]
     dropped: tuple[str, ...]       # kernels left out: their code changed since the fit
 
@@ -264,7 +271,7 @@ def load(path: Path) -> Model:
                                 c["per_tile_us"], c["per_step_us"])
                       for c in data["candidates"] if c["kernel"] not in changed)
         return Model(path, data["device"], data["record"]["date"], float(data["launch_us"]), float(data["alone"]),
-                     float(data["chain_us"]), cands, tuple(changed))
+                     float(data["chain_us"]), float(data["ragged"]), cands, tuple(changed))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise NotFitted(f"the fitted model {path} cannot be read ({exc}); restore it, or remake it from the "
                         f"record with `python -m gemmlab fit`") from None
@@ -321,9 +328,10 @@ class Plan:
     def params(self) -> dict:
         return dict(self.choice.launch.params)
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
-        """The chosen kernel and configuration, as one string (what a cache of loaded kernels keys on)."""
+        """The chosen kernel and configuration, as one string (what a cache of loaded kernels keys on);
+        made once a plan: a small matmul call spent a third of its host time making it anew."""
         return config_key(self.spec.name, self.params)
 
     def reasons(self) -> list[str]:
@@ -411,8 +419,8 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> t
             except UnsupportedShape as exc:
                 refused.setdefault(spec.name, str(exc))
                 continue
-            waves, steps, lone, chained = _features(spec, params, problem, dev["sm_count"], per_sm)
-            tile_us = (cand.per_tile_us + cand.per_step_us * steps) * scale
+            waves, steps, lone, chained, checked = _features(spec, params, problem, dev["sm_count"], per_sm)
+            tile_us = (cand.per_tile_us + cand.per_step_us * steps) * scale * (1 + m.ragged * checked)
             fixed = m.launch_us + m.chain_us * chained
             found.append(Option(launch, fixed + waves * tile_us * (m.alone if lone else 1.0), memory_us))
     runnable = {o.launch.spec.name for o in found}
