@@ -331,7 +331,7 @@ class Plan:
     @functools.cached_property
     def key(self) -> str:
         """The chosen kernel and configuration, as one string (what a cache of loaded kernels keys on);
-        made once a plan: a small matmul call spent a third of its host time making it anew."""
+        made once a plan: a small matmul call spent an eighth of its host time making it anew."""
         return config_key(self.spec.name, self.params)
 
     def reasons(self) -> list[str]:
