@@ -4,7 +4,8 @@ Like cuBLAS (cuBLASLt's `cublasLtMatmulAlgoGetHeuristic`) and CUTLASS's ranked k
 comes from the shape's features, through a model of a launch's time fitted to measurements. For a
 configuration c of a kernel:
 
-    compute time = launch + waves x (per_tile_c + per_step_c x K steps) x alone
+    compute time = launch + chain x pieces
+                   + waves x (per_tile_c + per_step_c x K steps) x alone x (1 + ragged x checked)
     memory time  = launch + operand bytes / DRAM bandwidth        (the roofline's other side)
     time         = the larger of the two
 
@@ -15,13 +16,17 @@ configuration c of a kernel:
   (filling the pipeline, the epilogue).
 * `alone` is 1, except for a configuration that fits several blocks on an SM launched with no more
   blocks than SMs: each block then has an SM to itself and runs faster than when it shares one.
+* `chain` is what each piece of a split tile adds (the pieces add into C one after another;
+  `pieces` is 0 where nothing is split); `checked` is the share of tiles on the checked 4-byte copy
+  path (plan.Launch.fast_tiles), and `ragged` how much longer such a tile takes.
 * Alignment decides which kernels may run at all (16-byte rows, aligned pointers) and which copy
   path their tiles take (plan.Launch.fast_tiles); operand bytes against L2 and the ridge decide
   which side of the roofline the shape is on.
 
-`launch`, `alone`, `per_tile` and `per_step` are fitted, by least squares on relative error, to the
-record's autotuner data: every configuration the chapters' sliders offer, validated and timed at
-three sizes, the final chapter's per-shape search and the ladder. The fit is frozen into gemmlab/fitted/
+`launch`, `alone`, `chain`, `ragged`, `per_tile` and `per_step` are fitted, by least squares on
+relative error, to the record's autotuner data: every configuration the chapters' sliders offer,
+validated and timed at three sizes, the final chapter's per-shape search, the ladder, and the plan's
+own training shapes (`record --matmul-training`, round after round). The fit is frozen into gemmlab/fitted/
 (`python -m gemmlab fit` remakes it from the record, and a test holds the two in step), so a plan
 needs no GPU and no compile, and the same call always gives the same plan. docs/dispatch.md says
 how well the fit predicts shapes it was not fitted on, and what the record does not cover.
@@ -182,7 +187,8 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
                      np.array([f[4] for f in feats]), np.array([r["ms"] * 1e3 for r in mine])))
 
     def total(launch_us: float, alone: float, chain_us: float, ragged: float) -> float:
-        return sum(_fit_one(w * np.where(lone, alone, 1.0) * (1 + ragged * checked), k, t, launch_us + chain_us * pieces)[2]
+        return sum(_fit_one(w * np.where(lone, alone, 1.0) * (1 + ragged * checked), k, t,
+                            launch_us + chain_us * pieces)[2]
                    for w, k, lone, pieces, checked, t in data)
     # launch and alone on their grid, then chain and ragged each on its own (each moves only some
     # rows: the split ones, the ragged ones), twice over

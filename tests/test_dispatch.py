@@ -250,7 +250,7 @@ def test_chapter_11s_words_on_the_plans_match_them():
 
 def test_chapter_11s_words_on_the_measured_suite_match_the_record():
     """The prose before gl.show_matmul_suite: level or ahead where the product is large, far behind where
-    M or N is tiny, and the host's share at 128³ (a claim about the call, checked on a GPU elsewhere)."""
+    M or N is tiny (its host-time sentence is .ci/matmul-overhead's measurement: docs/dispatch.md)."""
     from pathlib import Path
     nb = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "11_last_wave.ipynb").read_text())
     prose = next("".join(c["source"]) for c in nb["cells"] if "".join(c["source"]).startswith("## Measured: gemmlab"))
@@ -262,6 +262,7 @@ def test_chapter_11s_words_on_the_measured_suite_match_the_record():
     assert "Where $M$ or $N$ is tiny, it is far\nbehind" in prose
     assert tiny and all(r["ratio"] < 0.6 for r in tiny)
     assert all(r["rel_err"] <= r["tol"] for r in rows), "every timed shape was validated"
+
 
 def test_the_recorded_suite_ran_the_plans_that_ship():
     """The suite in the record (what chapter 11 and the README show) was timed with the plan the package
