@@ -842,7 +842,8 @@ def dispatch_heatmaps(rows, kernel: str, label: str):
     from matplotlib.colors import LogNorm
     ks = sorted({r["K"] for r in rows})
     ms, ns = sorted({r["M"] for r in rows}), sorted({r["N"] for r in rows})
-    fig, axes = plt.subplots(len(ks), 2, figsize=(10, 4.2 * len(ks)), squeeze=False)
+    fig, axes = plt.subplots(len(ks), 2, figsize=(10, 4.6 * len(ks)), squeeze=False)
+    fig.subplots_adjust(hspace=0.4)              # room for each row's titles under the row above
     norm = LogNorm(vmin=0.25, vmax=4.0)
     for row, k in enumerate(ks):
         for col, (key, title) in enumerate((("before_ratio", f"{kernel} at its defaults"),
@@ -863,7 +864,10 @@ def dispatch_heatmaps(rows, kernel: str, label: str):
             finite = grid[~np.isnan(grid)]
             ax.set_title(f"{title}, K = {k}\ngeometric mean {np.exp(np.log(finite).mean()):.2f}, "
                          f"smallest {finite.min():.2f}", fontsize=8)
-    fig.colorbar(im, ax=axes, fraction=0.025, pad=0.02).set_label("time of cuBLAS / time (same run)", fontsize=8)
+    bar = fig.colorbar(im, ax=axes, fraction=0.025, pad=0.02)
+    bar.set_ticks([0.25, 0.5, 1, 2, 4], labels=["0.25", "0.5", "1", "2", "4"])
+    bar.minorticks_off()
+    bar.set_label("time of cuBLAS / time (same run)", fontsize=8)
     fig.suptitle("Against cuBLAS FP32 over (M, N): one kernel at one configuration, then a plan per shape", fontsize=9)
     fig.text(0.99, 0.01, label, ha="right", va="bottom", fontsize=7, color="0.4")
     plt.show()
