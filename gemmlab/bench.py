@@ -181,21 +181,33 @@ class Kernel:
         self.dynamic_smem = dyn
         # Blocks the GPU runs at once: where a kernel that splits tiles plans its last wave.
         self.slots = device.facts().sm_count * self.build.occupancy.blocks_per_sm
+        self._alignment = self.spec.pointer_alignment(self.params)
+        self._grids: dict[tuple, tuple] = {}
+
+    def _grid(self, p: Problem) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """(grid, block) for a problem this kernel may run (its shape rules checked): worked out once per
+        sizes, leading dimensions and block slots, which are all the rules and the grid depend on."""
+        key = (p.M, p.N, p.K, p.lda, p.ldb, p.ldc, self.slots)
+        if key not in self._grids:
+            if len(self._grids) >= 4096:             # a caller of many shapes keeps a bounded cache
+                self._grids.clear()
+            self.spec.check_shape(self.params, p)
+            self._grids[key] = self.spec.launch(self.params, p, self.slots)
+        return self._grids[key]
 
     def __call__(self, ops: Operands) -> None:
         self.launch(ops.problem, ops.A, ops.B, ops.C)
 
     def launch(self, p: Problem, A, B, C) -> None:
         """One launch on device arrays whose rows lie p.lda, p.ldb and p.ldc floats apart."""
-        self.spec.check_shape(self.params, p)
-        align = self.spec.pointer_alignment(self.params)
+        grid, block = self._grid(p)
+        align = self._alignment
         for name, array in (("A", A), ("B", B), ("C", C)):
             if array.data.ptr % align:
                 raise UnsupportedShape(
                     self.spec.name, "pointer-alignment",
                     f"{name} starts at an address that is not a multiple of {align} bytes; this kernel "
                     f"loads {align // 4} floats at a time. Pass an aligned copy (e.g. cupy.ascontiguousarray)")
-        grid, block = self.spec.launch(self.params, p, self.slots)
         i32, f32 = np.int32, np.float32
         self.function(grid, block,
                       (i32(p.M), i32(p.N), i32(p.K), f32(p.alpha), A, i32(p.lda), B, i32(p.ldb),

@@ -9,6 +9,7 @@ warning that says why.
 """
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass
 
@@ -30,6 +31,7 @@ class Layout:
     ld: int
 
 
+@functools.lru_cache(maxsize=4096)   # a call asks three times, with the same few shapes over and over
 def layout(shape: tuple[int, int], strides: tuple[int, int], itemsize: int = 4) -> Layout | None:
     """The Layout of an array with these shape and strides (bytes), or None where the kernels cannot
     read it in place (a stride that is not a whole number of elements, or neither axis contiguous)."""
@@ -137,11 +139,22 @@ def _run(C, A, lda: int, B, ldb: int, M: int, N: int, K: int, alpha: float, beta
         lc = Layout(False, N)
     plan = dispatch.plan(M, N, K, lda, ldb, lc.ld, _aligned(A, B, C))
     kernel = _kernel(plan)
-    for r in range(0, M, dispatch.ROWS_PER_LAUNCH):  # one launch unless M is past CUDA's grid rows
-        rows = min(dispatch.ROWS_PER_LAUNCH, M - r)
-        kernel.launch(Problem(rows, N, K, lda, ldb, lc.ld, float(alpha), float(beta)), A[r:r + rows], B, C[r:r + rows])
+    if M <= dispatch.ROWS_PER_LAUNCH:
+        kernel.launch(_problem(M, N, K, lda, ldb, lc.ld, float(alpha), float(beta)), A, B, C)
+    else:                                            # M past CUDA's grid rows: several launches
+        for r in range(0, M, dispatch.ROWS_PER_LAUNCH):
+            rows = min(dispatch.ROWS_PER_LAUNCH, M - r)
+            kernel.launch(_problem(rows, N, K, lda, ldb, lc.ld, float(alpha), float(beta)), A[r:r + rows], B,
+                          C[r:r + rows])
     if C is not target:
         target[...] = C
+
+
+@functools.lru_cache(maxsize=4096)
+def _problem(*args) -> Problem:
+    """A launch's Problem, checked once per sizes, leading dimensions, alpha and beta (a small call's
+    host time is what its user waits for)."""
+    return Problem(*args)
 
 
 def _plan(M: int, N: int, K: int, lda: int = 0, ldb: int = 0, ldc: int = 0) -> dispatch.Plan:
