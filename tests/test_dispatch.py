@@ -275,12 +275,13 @@ def test_the_recorded_suite_ran_the_plans_that_ship():
 def test_the_readme_on_the_measured_suite_matches_the_record():
     from pathlib import Path
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    assert "over a suite of 30 shapes" in readme and "behind at small, skinny and ragged ones" in readme
+    assert "over a suite of 30 shapes" in readme and "behind at skinny and ragged ones and at most small" in readme
     rows = records.latest().data["matmul_suite"]
     assert len(rows) == 30
     small = [r for r in rows if r["M"] * r["N"] * r["K"] <= 1024 ** 3]
     skinny = [r for r in rows if min(r["M"], r["N"]) <= 64]
     ragged = [r for r in rows if all(r[d] % 4 for d in "MNK")]
-    assert small and skinny and ragged and all(r["ratio"] < 1 for r in small + skinny + ragged)
+    assert skinny and ragged and all(r["ratio"] < 1 for r in skinny + ragged)
+    assert sum(r["ratio"] < 1 for r in small) > len(small) / 2
     large = [r for r in rows if min(r["M"], r["N"], r["K"]) >= 4096 and all(r[d] % 128 == 0 for d in "MNK")]
     assert large and all(r["ratio"] >= LEVEL for r in large)
