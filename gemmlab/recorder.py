@@ -198,12 +198,13 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
         _save(path, data)                      # the rest of the record as it was
         return path
     specs = list(registry.KERNELS.values()) if everything else [registry.get(k) for k in kernels or []]
-    jobs = [(spec, cfg, s) for spec in specs for cfg in spec.explorer_configs() for s in sizes]
-    jobs += [(spec, full, course.STEP_SIZE) for spec in specs for full in spec.step_configs()
-             if (spec, full, course.STEP_SIZE) not in jobs]
+    jobs = [(spec, cfg, shape) for spec in specs for cfg in spec.explorer_configs()
+            for shape in (*((s, s, s) for s in sizes), *spec.regime_shapes)]
+    jobs += [(spec, full, (course.STEP_SIZE,) * 3) for spec in specs for full in spec.step_configs()
+             if (spec, full, (course.STEP_SIZE,) * 3) not in jobs]
     _precompile([(spec, cfg) for spec, cfg, _ in jobs], progress)
-    results = [bench.bench(spec, cfg, (s, s, s), budget_s=0.25).as_row()
-               for spec, cfg, s in tqdm(jobs, desc="record", disable=not progress)]
+    results = [bench.bench(spec, cfg, shape, budget_s=0.25).as_row()
+               for spec, cfg, shape in tqdm(jobs, desc="record", disable=not progress)]
     names = {spec.name for spec in specs}
     data["results"] = [r for r in data["results"] if r["kernel"] not in names] + results
     data["sources"].update({spec.name: identity.code_hash(spec.path) for spec in specs})

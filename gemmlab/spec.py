@@ -204,6 +204,9 @@ class KernelSpec:
     split_flags: int = 0
     # The configurations (overrides on the defaults) whose Nsight Compute counters `record` reads.
     counter_overrides: tuple[dict, ...] = ({},)
+    # Shapes (M, N, K) besides the explorer's squares where `record` times the sliders' configurations:
+    # for a kernel built for a regime squares do not show (chapter 12's skinny products).
+    regime_shapes: tuple[tuple[int, int, int], ...] = ()
     # A per-shape search (the final chapter's table), or None.
     shape_search: ShapeSearch | None = None
     # The chapter's exercise, or None.

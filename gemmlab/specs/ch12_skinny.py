@@ -1,0 +1,76 @@
+"""Chapter 12: skinny products, where DRAM bandwidth is the limit: K split over the threads, the big
+operand streamed once in 16-byte loads, the partial sums added with warp shuffles."""
+from ..spec import Exercise, KernelSpec, Param, Rule
+from .shared import block_size_rule
+
+_FLOAT = 4
+
+
+def _tile(p) -> tuple[int, int]:
+    """(rows, columns) of C a block owns: EDGE rows of 4 * LANES columns, or a row per LANES lanes of
+    EDGE columns."""
+    return (p["EDGE"], 4 * p["LANES"]) if p["SIDE"] == 0 else (p["THREADS"] // p["LANES"], p["EDGE"])
+
+
+def _k_tile(p) -> int:
+    """K a block's threads cover in one quad each: SIDE 0's k-lanes are the block's THREADS / LANES,
+    SIDE 1's are a row's LANES."""
+    return 4 * (p["THREADS"] // p["LANES"] if p["SIDE"] == 0 else p["LANES"])
+
+
+def _smem(p) -> int:
+    """SIDE 0 adds its warps' partial sums in shared memory: one EDGE x 4 LANES tile per warp."""
+    return (p["THREADS"] // 32) * p["EDGE"] * 4 * p["LANES"] * _FLOAT if p["SIDE"] == 0 else 0
+
+
+SPEC = KernelSpec(
+    name="12_skinny", chapter=12, title="12 skinny",
+    technique="K split over the threads, the big operand streamed once, partial sums added by warp shuffles",
+    params=(
+        Param("SIDE", (0, 1), 0, "0: few rows (small M), B is streamed; 1: few columns (small N), A is streamed"),
+        Param("EDGE", (1, 2, 4, 8, 16), 4, "the short side of the block's C tile: its rows (SIDE 0) or columns (SIDE 1)",
+              slider=(1, 4, 8)),
+        Param("LANES", (2, 4, 8, 16, 32), 8,
+              "lanes side by side on one row: of B, 4 columns each (SIDE 0); of A, along K (SIDE 1)",
+              slider=(4, 8, 16)),
+        Param("THREADS", (64, 128, 256), 256, "threads a block", slider=(256,)),
+        Param("UNROLL", (1, 2, 4), 4, "16-byte loads of the streamed operand each thread has in flight (x 4 for SIDE 0)",
+              slider=(2, 4)),
+        Param("EVICT_FIRST", (0, 1), 1, "1: the streamed operand's loads are marked evict-first (ld.global.cs), so "
+                                        "they do not push the re-read operand out of L1; 0: plain loads"),
+    ),
+    threads=lambda p: p["THREADS"],
+    tile=_tile,
+    rules=(block_size_rule(lambda p: p["THREADS"]),
+           Rule("lanes-in-a-warp", lambda p: 32 % p["LANES"] == 0,
+                lambda p: f"LANES={p['LANES']} must divide a warp's 32 lanes")),
+    k_tile=_k_tile,
+    # skinny shapes, none of them in issue 17's suite: where the record times the sliders' configurations
+    # besides the squares, so that the plan's fit sees this kernel where it is meant to run
+    regime_shapes=((1, 8192, 2048), (8, 4096, 2048), (48, 6144, 2048), (128, 2048, 4096),
+                   (2048, 1, 8192), (8192, 16, 1024)),
+    static_smem=_smem,
+    # steps: from one row a block, each thread with one load in flight, to the defaults
+    steps=(("one row a block, one 16-byte load of B in flight a thread", {"EDGE": 1, "UNROLL": 1}),
+           ("... four in flight", {"EDGE": 1, "UNROLL": 4}),
+           ("four rows a block: each load of B serves four rows of C (the defaults)", {"EDGE": 4, "UNROLL": 4})),
+    exercise=Exercise(
+        task="Add a partial sum across the lanes of a warp that work on the same columns: the lanes `STRIDE`, "
+             "`2 * STRIDE`, ... apart, with warp shuffles, so that every lane ends with the sum.",
+        starter="""// Adds `v` over the lanes of a warp that share (lane % STRIDE): the lanes STRIDE, 2 * STRIDE, ...
+// apart. Each step adds the value held `offset` lanes away, halving the lanes still apart; every
+// lane ends with the sum.
+template <int STRIDE>
+__device__ __forceinline__ float add_across(float v)
+{
+    // TODO: a butterfly over offsets 16, 8, ... down to STRIDE: v += the v of the lane `offset` away
+    // (__shfl_xor_sync with the full mask 0xffffffffu).
+    TODO;
+    return v;
+}
+""",
+        hints=("Lane l and lane l ^ offset swap values; after the step both hold their sum.",
+               "Offsets 16, 8, 4, ... pair up lanes that differ in one bit of their index; stop at STRIDE, so "
+               "lanes that differ below STRIDE (different columns) are never added.",
+               "for (int offset = 16; offset >= STRIDE; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);")),
+)
