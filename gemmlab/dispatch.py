@@ -58,6 +58,10 @@ ALONE_GRID = tuple(np.round(np.arange(0.30, 1.0 + 1e-9, 0.02), 2))
 CHAIN_GRID_US = tuple(np.round(np.arange(0.0, 40.0 + 1e-9, 0.5), 2))
 # ... and of `ragged`, how much longer a tile takes on the checked copy path than on the 16-byte one
 RAGGED_GRID = tuple(np.round(np.arange(0.0, 2.0 + 1e-9, 0.05), 2))
+# A kernel that streams an operand (spec.streams: chapter 12's) is meant for the memory-bound side of the
+# roofline: it is fitted, and offered, only where the shape's intensity (FLOPs per operand byte) is at
+# most this many times the ridge's. Past that, a shape has reuse for tiles to exploit.
+STREAMING_REACH = 2.0
 # A configuration becomes a candidate when it was among its kernel's fastest few at a recorded shape.
 KEEP_PER_SHAPE = 3
 # How many other kernels' best options a plan names.
@@ -107,8 +111,16 @@ def training_rows(rec: records.Record) -> list[dict]:
     stale = set(rec.stale_kernels())
     rows = [*rec.data["results"], *rec.data.get("final_search", []), *rec.data.get("ladder", []),
             *rec.data.get("dispatch_training", [])]
+    ridge = rec.device["peak_fp32_tflops"] * 1e12 / (rec.device["dram_gbs"] * 1e9)
     return [r for r in rows if r["kernel"] not in stale and r["kernel"] in registry.KERNELS
-            and registry.KERNELS[r["kernel"]].k_tile is not None]
+            and registry.KERNELS[r["kernel"]].k_tile is not None
+            and (not registry.KERNELS[r["kernel"]].streams
+                 or intensity(Problem(*records.shape_key(r))) <= STREAMING_REACH * ridge)]
+
+
+def intensity(problem: Problem) -> float:
+    """FLOPs per byte if every operand crossed DRAM once."""
+    return problem.flops / (4 * (problem.M * problem.K + problem.K * problem.N + problem.M * problem.N))
 
 
 def candidate_configs(rows: list[dict]) -> list[tuple[str, dict]]:
@@ -133,10 +145,15 @@ def _blocks_per_sm(spec: KernelSpec, params: Params, registers: int, static_smem
 
 
 def _features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
-              blocks_per_sm: int) -> tuple[float, int, bool, int, float]:
-    """(whole-tile times over the block slots, K steps of a whole tile, whether every block has an SM
-    to itself where several could share one, the pieces in a split tile's chain: 0 where none is
-    split, the share of tiles on the checked copy path: 0 for kernels with one path) for one launch."""
+              blocks_per_sm: int) -> tuple[float, float, bool, int, float]:
+    """(w, k, whether every block has an SM to itself where several could share one, the pieces in a
+    split tile's chain: 0 where none is split, the share of tiles on the checked copy path: 0 for
+    kernels with one path) for one launch, whose time the model takes as fixed + w (a + b k).
+
+    For a kernel of tiles, w is the whole-tile times over the block slots (waves) and k a tile's K
+    steps: a is what a tile costs beyond its steps, b a step. A kernel that streams an operand
+    (spec.streams) is paced by DRAM, not by waves: w is the megabytes of its operands, and w k its
+    tiles' K steps over the slots, so that a is the time per megabyte and b per step of work."""
     slots = sm_count * blocks_per_sm
     tiles, steps = spec.tiles(params, problem), spec.k_steps(params, problem)
     pieces = spec.split(params)
@@ -144,13 +161,17 @@ def _features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
     blocks = tiles + split * (pieces - 1)
     lone = blocks_per_sm > 1 and blocks <= sm_count
     checked = 1 - spec.fast_tiles(params, problem) / tiles if spec.fast_tiles else 0.0
+    if spec.streams:
+        megabytes = 4 * (problem.M * problem.K + problem.K * problem.N + problem.M * problem.N) / 1e6
+        return megabytes, tiles * steps / slots / megabytes, lone, 0, checked
     return split_time(tiles, steps, slots, pieces, split), steps, lone, pieces if split else 0, checked
 
 
 def _fit_one(waves: np.ndarray, steps: np.ndarray, us: np.ndarray,
              launch_us: np.ndarray | float) -> tuple[float, float, float]:
-    """(per_tile, per_step, squared relative error) minimising sum ((launch + w (a + b k)) / t - 1)^2
-    with a, b >= 0 (`launch` per row: the launch, and a split's chain where there is one)."""
+    """(a, b, squared relative error) minimising sum ((launch + w (a + b k)) / t - 1)^2 with a, b >= 0
+    (w and k as _features gives them; `launch` per row: the launch, and a split's chain where there is
+    one)."""
     u, v, r = waves / us, waves * steps / us, 1.0 - launch_us / us
     uu, uv, vv, ur, vr = u @ u, u @ v, v @ v, u @ r, v @ r
     det = uu * vv - uv * uv
@@ -407,9 +428,15 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> t
     memory_us = m.launch_us + 4 * (problem.M * problem.K + problem.K * problem.N + problem.M * problem.N) \
         / (bandwidth * 1e3)
     found, refused = [], {}
+    ridge = dev["peak_fp32_tflops"] * 1e12 / (dev["dram_gbs"] * 1e9)
     for cand in m.candidates:
         spec = cand.spec
         try:
+            if spec.streams and intensity(problem) > STREAMING_REACH * ridge:
+                raise UnsupportedShape(spec.name, "memory-bound-shapes",
+                                       f"it streams an operand, for shapes under {STREAMING_REACH:g} x the ridge "
+                                       f"({STREAMING_REACH * ridge:.0f} FLOPs per byte); this one has "
+                                       f"{intensity(problem):.0f}")
             spec.check_shape(cand.params, problem)
             spec.check_arch(cand.params, archs.get(dev["arch"]))
             if not aligned and spec.pointer_alignment(cand.params) > 4:

@@ -204,6 +204,9 @@ class KernelSpec:
     split_flags: int = 0
     # The configurations (overrides on the defaults) whose Nsight Compute counters `record` reads.
     counter_overrides: tuple[dict, ...] = ({},)
+    # True for a kernel on the memory-bound side (chapter 12): its blocks stream an operand, and their
+    # time is their share of DRAM bandwidth rather than whole waves of tiles (dispatch's model)
+    streams: bool = False
     # Shapes (M, N, K) besides the explorer's squares where `record` times the sliders' configurations:
     # for a kernel built for a regime squares do not show (chapter 12's skinny products).
     regime_shapes: tuple[tuple[int, int, int], ...] = ()

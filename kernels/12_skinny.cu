@@ -17,8 +17,9 @@
 //     one strip run at about the same time and only the first reads it from DRAM.
 //   * SIDE 1, few columns (N small): a group of LANES lanes owns one row of A and C, and walks the
 //     row in quads (LANES * 16 contiguous bytes); B's rows (EDGE floats each) come from L1.
-//   * 16-byte loads need 16-byte aligned rows: where lda, ldb or a pointer is not, or a thread's
-//     columns reach past N, the same loop runs on 4-byte loads, checked, so every shape is computed.
+//   * 16-byte loads need 16-byte aligned rows: where A's rows (lda, the pointer) are not, A's quads
+//     come in 4-byte loads; where B's are not, or a thread's columns reach past N, B's likewise,
+//     checked. Each operand keeps its 16-byte loads where it can, and every shape is computed.
 
 #ifndef SIDE
 #define SIDE 0
@@ -68,6 +69,16 @@ __device__ __forceinline__ bool aligned16(const void* p)
     return (reinterpret_cast<unsigned long long>(p) & 15) == 0;
 }
 
+// Four consecutive floats of a row: one 16-byte load where the row is 16-byte aligned (VECTOR), else
+// four 4-byte loads; of the streamed operand (STREAMED: evict-first) or of the re-read one.
+template <bool VECTOR, bool STREAMED>
+__device__ __forceinline__ float4 four(const float* p)
+{
+    if (VECTOR) return STREAMED ? stream4(p) : __ldg(reinterpret_cast<const float4*>(p));
+    return STREAMED ? make_float4(stream1(p), stream1(p + 1), stream1(p + 2), stream1(p + 3))
+                    : make_float4(__ldg(p), __ldg(p + 1), __ldg(p + 2), __ldg(p + 3));
+}
+
 // exercise: begin
 // Adds `v` over the lanes of a warp that share (lane % STRIDE): the lanes STRIDE, 2 * STRIDE, ...
 // apart. Each step adds the value held `offset` lanes away, halving the lanes still apart; every
@@ -91,6 +102,62 @@ __device__ __forceinline__ void store_c(float* C, size_t at, float alpha, float 
 // ---- few rows: C[EDGE rows][4 * LANES columns] per block, B streamed ----------------------------
 #define KLANES (THREADS / LANES)          // k-lanes of the block
 #define COLS (4 * LANES)
+
+// Four columns of a row of B from `col` on: 16 bytes (VECTOR), else one by one, columns past N as 0.
+template <bool VECTOR>
+__device__ __forceinline__ float4 b_row(const float* row, int col, int N)
+{
+    if (VECTOR) return stream4(row + col);
+    float v[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = col + j < N ? stream1(row + col + j) : 0.0f;
+    return make_float4(v[0], v[1], v[2], v[3]);
+}
+
+// acc += the EDGE rows of A at k .. k + 3 times the four rows of B in b: 16 x EDGE multiply-adds.
+template <bool VA>
+__device__ __forceinline__ void add_quad(const float* const (&a)[EDGE], int k, const float4 (&b)[4],
+                                         float (&acc)[EDGE][4])
+{
+#pragma unroll
+    for (int m = 0; m < EDGE; ++m) {
+        const float4 x = four<VA, false>(a[m] + k);
+        const float xs[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            acc[m][0] += xs[i] * b[i].x;
+            acc[m][1] += xs[i] * b[i].y;
+            acc[m][2] += xs[i] * b[i].z;
+            acc[m][3] += xs[i] * b[i].w;
+        }
+    }
+}
+
+// The thread's quads of K (4 k each, KLANES quads apart), UNROLL of them a trip (one off B's 16-byte
+// path), every load of B in a trip issued before its math. VA: A's rows are 16-byte aligned; VB: so
+// are B's, and the thread's four columns lie inside N.
+template <bool VA, bool VB>
+__device__ __forceinline__ void few_rows(const float* const (&a)[EDGE], const float* __restrict__ B, int ldb,
+                                         int col, int N, int quads, int q, float (&acc)[EDGE][4])
+{
+    constexpr int TRIP = VB ? UNROLL : 1;                // 4-byte loads of B: one quad a trip (registers)
+    for (; q + (TRIP - 1) * KLANES < quads; q += TRIP * KLANES) {
+        float4 b[TRIP][4];
+        UNROLL_BY(TRIP)
+        for (int u = 0; u < TRIP; ++u)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) b[u][i] = b_row<VB>(B + (size_t)(4 * (q + u * KLANES) + i) * ldb, col, N);
+        UNROLL_BY(TRIP)
+        for (int u = 0; u < TRIP; ++u)
+            add_quad<VA>(a, 4 * (q + u * KLANES), b[u], acc);
+    }
+    for (; q < quads; q += KLANES) {                     // the quads left over from the trips
+        float4 b[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) b[i] = b_row<VB>(B + (size_t)(4 * q + i) * ldb, col, N);
+        add_quad<VA>(a, 4 * q, b, acc);
+    }
+}
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
@@ -116,47 +183,14 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
 #pragma unroll
         for (int j = 0; j < 4; ++j) acc[m][j] = 0.0f;
 
-    const bool vector = ((lda | ldb) & 3) == 0 && aligned16(A) && aligned16(B) && col + 3 < N;
-    const int quads = vector ? K / 4 : 0;
-    int q = kl;
-    for (; q + (UNROLL - 1) * KLANES < quads; q += UNROLL * KLANES) {
-        float4 b[UNROLL][4];                             // every load of the trip first: in flight together
-        UNROLL_BY(UNROLL)
-        for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-                b[u][i] = stream4(B + (size_t)(4 * (q + u * KLANES) + i) * ldb + col);
-        UNROLL_BY(UNROLL)
-        for (int u = 0; u < UNROLL; ++u) {
-            const int k = 4 * (q + u * KLANES);
-#pragma unroll
-            for (int m = 0; m < EDGE; ++m) {
-                const float4 x = __ldg(reinterpret_cast<const float4*>(a[m] + k));
-                const float xs[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    acc[m][0] += xs[i] * b[u][i].x;
-                    acc[m][1] += xs[i] * b[u][i].y;
-                    acc[m][2] += xs[i] * b[u][i].z;
-                    acc[m][3] += xs[i] * b[u][i].w;
-                }
-            }
-        }
-    }
-    for (; q < quads; q += KLANES) {                     // the quads left over from the trips
-        const int k = 4 * q;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const float4 b = stream4(B + (size_t)(k + i) * ldb + col);
-#pragma unroll
-            for (int m = 0; m < EDGE; ++m) {
-                const float x = __ldg(a[m] + k + i);
-                acc[m][0] += x * b.x; acc[m][1] += x * b.y; acc[m][2] += x * b.z; acc[m][3] += x * b.w;
-            }
-        }
-    }
-    // K's last K % 4 (or, off the 16-byte path, all of K): 4-byte loads, columns past N read as 0
-    for (int k = 4 * quads + kl; k < K; k += KLANES) {
+    const bool va = (lda & 3) == 0 && aligned16(A);
+    const bool vb = (ldb & 3) == 0 && aligned16(B) && col + 3 < N;
+    const int quads = K / 4;
+    if (va && vb) few_rows<true, true>(a, B, ldb, col, N, quads, kl, acc);
+    else if (va) few_rows<true, false>(a, B, ldb, col, N, quads, kl, acc);
+    else if (vb) few_rows<false, true>(a, B, ldb, col, N, quads, kl, acc);
+    else few_rows<false, false>(a, B, ldb, col, N, quads, kl, acc);
+    for (int k = 4 * quads + kl; k < K; k += KLANES) {   // K's last K % 4
         float b[4];
 #pragma unroll
         for (int j = 0; j < 4; ++j) b[j] = col + j < N ? stream1(B + (size_t)k * ldb + col + j) : 0.0f;
@@ -193,37 +227,46 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
 // ---- few columns: C[THREADS / LANES rows][EDGE columns] per block, A streamed -------------------
 #define ROWS (THREADS / LANES)
 
-// The trips of UNROLL quads of the row's K: B's EDGE columns as float4s (VECTOR_B) or one by one.
-template <bool VECTOR_B>
-__device__ __forceinline__ int stream_row(const float* __restrict__ a, const float* __restrict__ B, int ldb,
-                                          int col0, const int (&cols)[EDGE], int quads, int q, float (&acc)[EDGE])
+// acc += A's row at k .. k + 3 (x) times rows k .. k + 3 of B's EDGE columns: 16-byte loads (VB), or
+// one by one, columns past N clamped.
+template <bool VB>
+__device__ __forceinline__ void add_quad(const float* __restrict__ B, int ldb, int k, int col0,
+                                         const int (&cols)[EDGE], float4 x, float (&acc)[EDGE])
 {
-    for (; q + (UNROLL - 1) * LANES < quads; q += UNROLL * LANES) {
-        float4 x[UNROLL];                                // the trip's loads of A first: in flight together
-        UNROLL_BY(UNROLL)
-        for (int u = 0; u < UNROLL; ++u) x[u] = stream4(a + 4 * (q + u * LANES));
-        UNROLL_BY(UNROLL)
-        for (int u = 0; u < UNROLL; ++u) {
-            const int k = 4 * (q + u * LANES);
-            const float xs[4] = {x[u].x, x[u].y, x[u].z, x[u].w};
+    const float xs[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const float* b = B + (size_t)(k + i) * ldb;
-                if (VECTOR_B) {
+    for (int i = 0; i < 4; ++i) {
+        const float* b = B + (size_t)(k + i) * ldb;
+        if (VB) {
 #pragma unroll
-                    for (int j = 0; j < EDGE; j += 4) {
-                        const float4 v = __ldg(reinterpret_cast<const float4*>(b + col0 + j));
-                        acc[j] += xs[i] * v.x; acc[j + 1] += xs[i] * v.y;
-                        acc[j + 2] += xs[i] * v.z; acc[j + 3] += xs[i] * v.w;
-                    }
-                } else {
-#pragma unroll
-                    for (int j = 0; j < EDGE; ++j) acc[j] += xs[i] * __ldg(b + cols[j]);
-                }
+            for (int j = 0; j < EDGE; j += 4) {
+                const float4 v = __ldg(reinterpret_cast<const float4*>(b + col0 + j));
+                acc[j] += xs[i] * v.x; acc[j + 1] += xs[i] * v.y;
+                acc[j + 2] += xs[i] * v.z; acc[j + 3] += xs[i] * v.w;
             }
+        } else {
+#pragma unroll
+            for (int j = 0; j < EDGE; ++j) acc[j] += xs[i] * __ldg(b + cols[j]);
         }
     }
-    return q;
+}
+
+// The row's quads of K (4 k each, LANES quads apart), UNROLL of them a trip, every load of A in a trip
+// issued before its math. VA: A's rows are 16-byte aligned; VB: B's rows are too, EDGE is a multiple
+// of 4 and the block's columns lie inside N (else B's EDGE columns one by one, past N clamped).
+template <bool VA, bool VB>
+__device__ __forceinline__ void few_columns(const float* __restrict__ a, const float* __restrict__ B, int ldb,
+                                            int col0, const int (&cols)[EDGE], int quads, int q, float (&acc)[EDGE])
+{
+    for (; q + (UNROLL - 1) * LANES < quads; q += UNROLL * LANES) {
+        float4 x[UNROLL];
+        UNROLL_BY(UNROLL)
+        for (int u = 0; u < UNROLL; ++u) x[u] = four<VA, true>(a + 4 * (q + u * LANES));
+        UNROLL_BY(UNROLL)
+        for (int u = 0; u < UNROLL; ++u) add_quad<VB>(B, ldb, 4 * (q + u * LANES), col0, cols, x[u], acc);
+    }
+    for (; q < quads; q += LANES)                        // the quads left over from the trips
+        add_quad<VB>(B, ldb, 4 * q, col0, cols, four<VA, true>(a + 4 * q), acc);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
@@ -242,21 +285,14 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
 #pragma unroll
     for (int j = 0; j < EDGE; ++j) acc[j] = 0.0f;
 
-    const bool vector = ((lda | ldb) & 3) == 0 && aligned16(A) && aligned16(B);
-    const int quads = vector ? K / 4 : 0;
-    int q = (EDGE % 4 == 0 && vector && col0 + EDGE <= N)
-        ? stream_row<EDGE % 4 == 0>(a, B, ldb, col0, cols, quads, lane, acc)
-        : stream_row<false>(a, B, ldb, col0, cols, quads, lane, acc);
-    for (; q < quads; q += LANES) {                      // the quads left over from the trips
-        const float4 x = stream4(a + 4 * q);
-        const float xs[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-#pragma unroll
-            for (int j = 0; j < EDGE; ++j) acc[j] += xs[i] * __ldg(B + (size_t)(4 * q + i) * ldb + cols[j]);
-    }
-    // K's last K % 4 (or, off the 16-byte path, all of K): 4-byte loads
-    for (int k = 4 * quads + lane; k < K; k += LANES) {
+    const bool va = (lda & 3) == 0 && aligned16(A);
+    const bool vb = EDGE % 4 == 0 && (ldb & 3) == 0 && aligned16(B) && col0 + EDGE <= N;
+    const int quads = K / 4;
+    if (va && vb) few_columns<true, EDGE % 4 == 0>(a, B, ldb, col0, cols, quads, lane, acc);
+    else if (va) few_columns<true, false>(a, B, ldb, col0, cols, quads, lane, acc);
+    else if (vb) few_columns<false, EDGE % 4 == 0>(a, B, ldb, col0, cols, quads, lane, acc);
+    else few_columns<false, false>(a, B, ldb, col0, cols, quads, lane, acc);
+    for (int k = 4 * quads + lane; k < K; k += LANES) {  // K's last K % 4
         const float x = stream1(a + k);
 #pragma unroll
         for (int j = 0; j < EDGE; ++j) acc[j] += x * __ldg(B + (size_t)k * ldb + cols[j]);

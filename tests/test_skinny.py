@@ -1,0 +1,75 @@
+"""Chapter 12's kernel: skinny shapes on each of its load paths, and how the plan treats a kernel that
+streams an operand."""
+import pytest
+
+from gemmlab import bench, course, dispatch, registry
+from gemmlab.spec import Problem
+
+SPEC = registry.KERNELS["12_skinny"]
+
+# each SIDE with a few tile shapes: one row or column a block, several, and the widest lanes
+CONFIGS = [{"SIDE": side, "EDGE": edge, "LANES": lanes, "UNROLL": unroll}
+           for side in (0, 1) for edge, lanes, unroll in ((1, 8, 4), (4, 2, 1), (8, 32, 2), (16, 4, 2))]
+SHAPES = [
+    Problem(1, 4096, 1024),                       # a row vector times a matrix: the 16-byte paths
+    Problem(1, 4095, 1023),                       # rows of odd length: 4-byte loads of A and B
+    Problem(3, 1, 4097),                          # one column: B's loads checked against N
+    Problem(2049, 7, 515, alpha=0.5, beta=-1.0),  # few columns, K % 4 = 3, beta read
+    Problem(5, 130, 3),                           # K shorter than a quad
+    Problem(33, 100, 256, lda=260, ldb=104, ldc=101, alpha=-2.0, beta=0.25),   # padded rows
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", CONFIGS, ids=["-".join(f"{k}{v}" for k, v in c.items()) for c in CONFIGS])
+def test_skinny_is_right_on_every_load_path(cfg):
+    """16-byte rows and not, columns past N, K's last K % 4, padded rows, alpha and beta: every shape
+    is computed, on whichever path each operand takes."""
+    kernel = bench.Kernel(SPEC, cfg)
+    for problem in SHAPES:
+        check = kernel.validate(problem, seed=7)
+        assert check.ok, f"{cfg} {problem}: {check}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("side", (0, 1))
+def test_skinny_is_right_from_pointers_off_16_bytes(side):
+    """Operands that start 4 bytes past a 16-byte boundary take the 4-byte loads, and come out right."""
+    import cupy as cp
+    kernel = bench.Kernel(SPEC, {"SIDE": side})
+    problem = Problem(6, 300, 200, lda=204, ldb=304, ldc=300)
+    ops = bench.Operands.random(Problem(6, 301, 201, lda=204, ldb=304), seed=5)
+    shifted = bench.Operands(problem, ops.A[:, 1:201], ops.B[1:201, 1:301], cp.full((6, 300), cp.nan, cp.float32), None)
+    kernel(shifted)
+    check = bench.check(shifted)
+    assert check.ok, check
+
+
+def test_skinny_tiles_follow_the_side():
+    assert SPEC.tile({**SPEC.defaults, "SIDE": 0, "EDGE": 4, "LANES": 8}) == (4, 32)
+    assert SPEC.tile({**SPEC.defaults, "SIDE": 1, "EDGE": 8, "LANES": 16, "THREADS": 256}) == (16, 8)
+    assert SPEC.k_tile({**SPEC.defaults, "SIDE": 0, "LANES": 8, "THREADS": 256}) == 128   # 32 k-lanes x 4
+    assert SPEC.streams and not any(s.streams for s in registry.KERNELS.values() if s is not SPEC)
+
+
+def test_regime_shapes_are_skinny_and_outside_the_suite():
+    """The record times the kernel at its regime shapes for the fit; the suite judges the plan on others."""
+    for shape in SPEC.regime_shapes:
+        assert min(shape[:2]) <= 128 and shape not in course.MATMUL_SUITE
+
+
+def test_a_streaming_kernel_is_offered_only_on_the_memory_bound_side():
+    """Past STREAMING_REACH x the ridge a shape has reuse to exploit: the plan does not offer the
+    streaming kernel there, and says why when asked for a shape's options."""
+    dev, gpu = dispatch.device_facts()
+    m = dispatch.model(dev["name"])
+    ridge = dev["peak_fp32_tflops"] * 1e12 / (dev["dram_gbs"] * 1e9)
+    square = Problem(2048, 2048, 2048)
+    assert dispatch.intensity(square) > dispatch.STREAMING_REACH * ridge
+    found, refused = dispatch.options(m, square, dev, gpu, True)
+    assert not any(o.launch.spec.streams for o in found)
+    assert any("memory-bound-shapes" in r for r in refused)
+    skinny = Problem(1, 4096, 4096)
+    assert dispatch.intensity(skinny) < ridge
+    found, _ = dispatch.options(m, skinny, dev, gpu, True)
+    assert any(o.launch.spec.streams for o in found)
