@@ -63,8 +63,24 @@ def _training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
     return tuple(shapes)
 
 
+def _skinny_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
+    """Skinny shapes: M (or, every other one, N) drawn log-uniformly from 1 to 128, the other two
+    from 512 to 16384, by a seeded draw, none of them in the suite: where a memory-bound kernel and
+    the tiled ones meet."""
+    import random
+    rng = random.Random(seed)
+    shapes = []
+    while len(shapes) < count:
+        short = max(1, round(2 ** rng.uniform(0, 7)))
+        long_, k = (round(2 ** rng.uniform(9, 14)) for _ in range(2))
+        shape = (short, long_, k) if len(shapes) % 2 == 0 else (long_, short, k)
+        if shape not in MATMUL_SUITE and shape not in shapes:
+            shapes.append(shape)
+    return tuple(shapes)
+
+
 # Where `record --matmul` times the plan's best few options (DISPATCH_TRIES of them) for the fit.
-DISPATCH_TRAINING_SHAPES = _training_shapes(48, seed=17)
+DISPATCH_TRAINING_SHAPES = _training_shapes(48, seed=17) + _skinny_training_shapes(16, seed=12)
 DISPATCH_TRIES = 4
 # The grid of the final chapter's heatmap of gemmlab.matmul against cuBLAS (`record --matmul`): M and N
 # over these sizes, at each of these K; before dispatch (the final kernel at its defaults) and after.
