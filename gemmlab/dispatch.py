@@ -152,8 +152,8 @@ def _features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
 
     For a kernel of tiles, w is the whole-tile times over the block slots (waves) and k a tile's K
     steps: a is what a tile costs beyond its steps, b a step. A kernel that streams an operand
-    (spec.streams) is paced by DRAM, not by waves: w is the megabytes of its operands, and w k its
-    tiles' K steps over the slots, so that a is the time per megabyte and b per step of work."""
+    (spec.streams) is paced by DRAM as well as by its waves: w is the megabytes of its operands, and
+    w k its waves times a tile's K steps, so that a is the time per megabyte and b per step of a wave."""
     slots = sm_count * blocks_per_sm
     tiles, steps = spec.tiles(params, problem), spec.k_steps(params, problem)
     pieces = spec.split(params)
@@ -161,10 +161,11 @@ def _features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
     blocks = tiles + split * (pieces - 1)
     lone = blocks_per_sm > 1 and blocks <= sm_count
     checked = 1 - spec.fast_tiles(params, problem) / tiles if spec.fast_tiles else 0.0
+    waves = split_time(tiles, steps, slots, pieces, split)
     if spec.streams:
         megabytes = 4 * (problem.M * problem.K + problem.K * problem.N + problem.M * problem.N) / 1e6
-        return megabytes, tiles * steps / slots / megabytes, lone, 0, checked
-    return split_time(tiles, steps, slots, pieces, split), steps, lone, pieces if split else 0, checked
+        return megabytes, waves * steps / megabytes, lone, 0, checked
+    return waves, steps, lone, pieces if split else 0, checked
 
 
 def _fit_one(waves: np.ndarray, steps: np.ndarray, us: np.ndarray,
