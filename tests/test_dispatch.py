@@ -55,7 +55,8 @@ def test_the_frozen_model_is_the_fit_of_the_shipped_record(frozen):
     for new, old in zip(again["candidates"], data["candidates"]):
         assert new["per_tile_us"] == pytest.approx(old["per_tile_us"], rel=1e-9, abs=1e-9)
         assert new["per_step_us"] == pytest.approx(old["per_step_us"], rel=1e-9)
-    assert again["fit"]["median_error"] < 0.05, "the model reproduces the timings it was fitted to"
+    # 4.1% before chapter 12's kernel joined; its rows (paced by DRAM) fit less closely (docs/dispatch.md)
+    assert again["fit"]["median_error"] < 0.07, "the model reproduces the timings it was fitted to"
     assert not m.dropped, "no kernel changed since the fit"
     assert len({c.spec.name for c in m.candidates}) >= 8, "candidates from most chapters"
 
@@ -155,8 +156,9 @@ def test_the_plan_says_why_feature_by_feature():
     assert k_block.startswith("K per block:")
     assert "not all 16-byte multiples" in alignment
     assert size.startswith("bytes:") and "L2" in size and "ridge" in size
-    assert ragged.refused and all("16-byte-rows" in why for why in ragged.refused), \
-        "the kernels that move 16 bytes at a time are named, with the rule"
+    assert ragged.refused and all("16-byte-rows" in why or "memory-bound-shapes" in why for why in ragged.refused), \
+        "the kernels that move 16 bytes at a time are named, with the rule (and the streaming kernel, with its)"
+    assert any("16-byte-rows" in why for why in ragged.refused)
     ragged.spec.check_shape(ragged.params, ragged.problem)
     text = str(ragged)
     assert "predicted" in text and "next best" in text and "cannot run it" in text
@@ -225,53 +227,68 @@ def test_the_command_line_plans_and_refuses_with_a_sentence():
     assert both.returncode == 2 and "--ld goes with" in both.stderr
 
 
-def test_chapter_11s_words_on_the_plans_match_them():
-    """The prose before gl.show_plans in chapter 11 states what the plans do; the plans must bear it out."""
+def _chapter_12_prose(heading: str) -> str:
+    """The markdown cell of chapter 12 that starts with `heading`, its lines joined by spaces."""
     from pathlib import Path
+    nb = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "12_skinny.ipynb").read_text())
+    return " ".join("".join(next(c["source"] for c in nb["cells"]
+                                 if "".join(c["source"]).startswith(heading))).split())
 
+
+def test_chapter_12s_words_on_the_plans_match_them():
+    """The prose before gl.show_plans in chapter 12 states what the plans do; the plans must bear it out."""
     from gemmlab import course
-    nb = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "11_last_wave.ipynb").read_text())
-    prose = next("".join(c["source"]) for c in nb["cells"] if "".join(c["source"]).startswith("## One plan per shape"))
-    assert "at\nthree sizes" in prose and len(course.EXPLORER_SIZES) == 3
+    prose = _chapter_12_prose("## One plan per shape")
+    assert "at three sizes" in prose and len(course.EXPLORER_SIZES) == 3
     shapes = course.DISPATCH_TRAINING_SHAPES
-    assert "48 shapes, half\nof them ragged" in prose and len(shapes) == 48
-    assert sum(any(d % 128 for d in s) for s in shapes) == 24
-    assert "For the H100 (the record's GPU; another GPU's plans may differ), at 512³ and at 16 x 4096 x 4096 the " \
-        "plan picks\nchapter 04's small tiles and splits nothing" in prose and "H100" in records.latest().device["name"]
-    for shape in ((512, 512, 512), (16, 4096, 4096)):
-        launch = _recorded_plan(*shape).choice.launch
-        assert launch.spec.name == "04_bank_conflicts" and launch.split_tiles == 0
+    assert "48 shapes, half of them ragged, and 16 skinny ones" in prose and len(shapes) == 64
+    assert sum(any(d % 128 for d in s) for s in shapes[:48]) == 24
+    assert all(min(s[:2]) <= 128 for s in shapes[48:])
+    assert "For the H100 (the record's GPU; another GPU's plans may differ), at 512³ the plan picks chapter 04's " \
+        "small tiles and splits nothing" in prose and "H100" in records.latest().device["name"]
+    launch = _recorded_plan(512, 512, 512).choice.launch
+    assert launch.spec.name == "04_bank_conflicts" and launch.split_tiles == 0
     model = dispatch.model(H100["name"])
     assert "so a tile split in many pieces took several times what cuBLAS takes for the whole product" in prose
     many = [r for r in records.latest().data["dispatch_training"] if r["params"].get("SPLIT", 1) >= 9
             and r["M"] * r["N"] <= 256 * 384 and r["K"] >= 256]
     assert len(many) >= 5 and all(r["ms"] > 3 * r["cublas_ms"] for r in many)
     assert model.chain_us > 0 and model.ragged > 0
-    assert "there the plan\ntakes chapter 09's kernel, which the model predicts loses the least on that path" in prose
+    assert "At 16 x 4096 x 4096, 1 x 4096 x 4096 and 4096 x 8 x 4096 it picks this chapter's streaming kernel" in prose
+    for shape in ((16, 4096, 4096), (1, 4096, 4096), (4096, 8, 4096)):
+        assert _recorded_plan(*shape).spec.streams
+    assert "there the plan takes chapter 09's kernel, which the model predicts loses the least on that path" in prose
     p = _recorded_plan(4095, 4095, 4095)
     assert p.choice.launch.spec.name == "09_pipeline"
     assert all(o.predicted_us > p.choice.predicted_us for o in p.others)
     assert all(o.launch.fast_tiles in (None, 0) for o in (p.choice, *p.others) if o.launch.spec.fast_tiles)
 
 
-def test_chapter_11s_words_on_the_measured_suite_match_the_record():
-    """The prose before gl.show_matmul_suite: level or ahead where the product is large, far behind where
-    M or N is tiny (its host-time sentence is .ci/matmul-overhead's measurement: docs/dispatch.md)."""
-    from pathlib import Path
-    nb = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "11_last_wave.ipynb").read_text())
-    prose = next("".join(c["source"]) for c in nb["cells"] if "".join(c["source"]).startswith("## Measured: gemmlab"))
+def test_chapter_12s_words_on_the_measured_suite_match_the_record():
+    """The prose before gl.show_matmul_suite: within a tenth of cuBLAS or ahead from 3072³ up at multiples
+    of 8, level or ahead at M = 1 and 4, and which rows are still under 0.9 (its host-time sentence is
+    .ci/matmul-overhead's measurement: docs/dispatch.md)."""
+    prose = _chapter_12_prose("## Measured: gemmlab")
     rows = records.latest().data["matmul_suite"]
-    large = [r for r in rows if min(r["M"], r["N"], r["K"]) >= 4096 and all(r[d] % 128 == 0 for d in "MNK")]
-    tiny = [r for r in rows if min(r["M"], r["N"]) <= 8]
-    assert "Where the product is large, the plan is level with cuBLAS or ahead of it" in prose
-    assert large and all(r["ratio"] >= LEVEL for r in large), [(r["M"], r["N"], r["K"], r["ratio"]) for r in large]
-    assert "Where $M$ or $N$ is tiny, it is far\nbehind" in prose
-    assert tiny and all(r["ratio"] < 0.6 for r in tiny)
+    large = [r for r in rows if r["M"] * r["N"] * r["K"] >= 3072 ** 3 and all(r[d] % 8 == 0 for d in "MNK")]
+    assert "From 3072³ up, at sizes that are multiples of 8, the plan is within a tenth of cuBLAS or ahead of it" in prose
+    assert large and all(r["ratio"] >= 0.9 for r in large), [(r["M"], r["N"], r["K"], r["ratio"]) for r in large]
+    assert "Where $M$ is 1 or 4, this chapter's kernel is level with cuBLAS or ahead" in prose
+    few = [r for r in rows if r["M"] in (1, 4)]
+    assert len(few) == 2 and all(r["ratio"] >= LEVEL and registry.KERNELS[r["plan_kernel"]].streams for r in few)
+    assert ("The rows still under 0.9 are mid-size squares (320 to 2500), sizes that are multiples of nothing, "
+            "32 and 64 rows, and 4096 x 8 x 4096") in prose
+    named = {(32, 4096, 4096), (64, 4096, 4096), (4096, 8, 4096)}
+    for r in rows:
+        if r["ratio"] < 0.9:
+            shape = (r["M"], r["N"], r["K"])
+            square = r["M"] == r["N"] == r["K"]
+            assert shape in named or (square and (320 <= r["M"] <= 2500 or all(r[d] % 2 for d in "MNK"))), shape
     assert all(r["rel_err"] <= r["tol"] for r in rows), "every timed shape was validated"
 
 
 def test_the_recorded_suite_ran_the_plans_that_ship():
-    """The suite in the record (what chapter 11 and the README show) was timed with the plan the package
+    """The suite in the record (what chapter 12 and the README show) was timed with the plan the package
     makes today: remade after every refit (`record --matmul`), never left behind by one."""
     for r in records.latest().data["matmul_suite"]:
         p = _recorded_plan(r["M"], r["N"], r["K"])
@@ -280,14 +297,15 @@ def test_the_recorded_suite_ran_the_plans_that_ship():
 
 def test_the_readme_on_the_measured_suite_matches_the_record():
     from pathlib import Path
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    assert "over a suite of 30 shapes" in readme and "behind at skinny and ragged ones and at most small" in readme
+    readme = " ".join((Path(__file__).resolve().parent.parent / "README.md").read_text().split())
+    assert "over a suite of 30 shapes" in readme
     rows = records.latest().data["matmul_suite"]
     assert len(rows) == 30
-    small = [r for r in rows if r["M"] * r["N"] * r["K"] <= 1024 ** 3]
-    skinny = [r for r in rows if min(r["M"], r["N"]) <= 64]
-    ragged = [r for r in rows if all(r[d] % 4 for d in "MNK")]
-    assert skinny and ragged and all(r["ratio"] < 1 for r in skinny + ragged)
-    assert sum(r["ratio"] < 1 for r in small) > len(small) / 2
-    large = [r for r in rows if min(r["M"], r["N"], r["K"]) >= 4096 and all(r[d] % 128 == 0 for d in "MNK")]
-    assert large and all(r["ratio"] >= LEVEL for r in large)
+    assert "within a tenth of cuBLAS or ahead at large shapes" in readme
+    large = [r for r in rows if r["M"] * r["N"] * r["K"] >= 3072 ** 3 and all(r[d] % 8 == 0 for d in "MNK")]
+    assert large and all(r["ratio"] >= 0.9 for r in large)
+    assert "level or ahead where M is 1 or 4" in readme
+    assert all(r["ratio"] >= LEVEL for r in rows if r["M"] in (1, 4))
+    assert "behind at mid-size squares, ragged sizes, 32 and 64 rows and 4096 x 8 x 4096" in readme
+    behind = {(r["M"], r["N"], r["K"]) for r in rows if r["ratio"] < 1}
+    assert {(32, 4096, 4096), (64, 4096, 4096), (4096, 8, 4096), (1023, 1023, 1023), (640, 640, 640)} <= behind

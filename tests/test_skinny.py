@@ -73,3 +73,55 @@ def test_a_streaming_kernel_is_offered_only_on_the_memory_bound_side():
     assert dispatch.intensity(skinny) < ridge
     found, _ = dispatch.options(m, skinny, dev, gpu, True)
     assert any(o.launch.spec.streams for o in found)
+
+
+def _chapter_prose(heading: str) -> str:
+    import json
+    from pathlib import Path
+    nb = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "12_skinny.ipynb").read_text())
+    return " ".join("".join(next(c["source"] for c in nb["cells"] if "".join(c["source"]).startswith(heading))).split())
+
+
+def _fastest_at_regime_shapes():
+    from gemmlab import records
+    rec = records.latest()
+    rows = rec.results(SPEC.name)
+    return rec, {shape: max((r for r in rows if records.shape_key(r) == shape), key=lambda r: r["gflops"])
+                 for shape in SPEC.regime_shapes}
+
+
+def test_chapter_12s_words_on_its_regime_match_the_record():
+    """What the prose after gl.show_skinny_regime says of the table above it."""
+    prose = _chapter_prose("Where $M$ or $N$ is 1")
+    rec, best = _fastest_at_regime_shapes()
+    copy = rec.device["measured_copy_gbs"]
+    assert "about three quarters of a plain copy's bandwidth and is level with cuBLAS" in prose
+    ones = [(s, r) for s, r in best.items() if min(s[:2]) == 1]
+    for shape, r in ones:
+        moved = 4 * (shape[0] * shape[2] + shape[2] * shape[1] + shape[0] * shape[1]) / (r["ms"] * 1e-3) / 1e9
+        assert 0.65 <= moved / copy <= 0.85 and r["ratio"] >= 0.95, (shape, moved / copy, r["ratio"])
+    assert "With a few rows or columns (8, 16) it is well ahead" in prose
+    few = [r for s, r in best.items() if min(s[:2]) in (8, 16)]
+    assert few and all(r["ratio"] >= 1.3 for r in few)
+    assert "By 48 rows the shape has reuse that tiles in shared memory exploit, and the streaming kernel falls behind" \
+        in prose
+    many = [r for s, r in best.items() if min(s[:2]) >= 48]
+    assert many and all(r["ratio"] < 0.9 for r in many)
+    assert ones and len(ones) + len(few) + len(many) == len(best)
+
+
+def test_chapter_12s_words_on_its_profile_match_the_record():
+    """At 4096^3 the streaming kernel moves many times the tiled kernel's bytes through L2 and DRAM,
+    issues under half of its FFMAs per cycle, and runs at a fraction of cuBLAS."""
+    from gemmlab import records
+    prose = _chapter_prose("## Why it loses at squares")
+    assert "the L2 and DRAM columns below are many times the tiled kernels'" in prose
+    rec = records.latest()
+    final = [s for s in rec.stalls() if s["kernel"] == "11_last_wave"]
+    mine = [s for s in rec.stalls() if s["kernel"] == SPEC.name]
+    assert final and mine
+    for s in mine:
+        for f in final:
+            assert s["l2_bytes"] > 3 * f["l2_bytes"] and s["dram_bytes_read"] > 3 * f["dram_bytes_read"]
+            assert s["ffma_thread_instructions"] / s["sm_cycles_active"] < \
+                0.5 * f["ffma_thread_instructions"] / f["sm_cycles_active"]
