@@ -80,7 +80,7 @@ def _skinny_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int]
 
 
 # Where `record --matmul` times the plan's best few options (DISPATCH_TRIES of them) for the fit.
-DISPATCH_TRAINING_SHAPES = _training_shapes(48, seed=17) + _skinny_training_shapes(16, seed=12)
+DISPATCH_TRAINING_SHAPES = _training_shapes(48, seed=17) + _skinny_training_shapes(32, seed=12)
 DISPATCH_TRIES = 4
 # The grid of the final chapter's heatmap of gemmlab.matmul against cuBLAS (`record --matmul`): M and N
 # over these sizes, at each of these K; before dispatch (the final kernel at its defaults) and after.
