@@ -217,7 +217,26 @@ def suite_table(rows: list[dict]) -> str:
     ratios = np.array([r["ratio"] for r in rows])
     lines.append(f"geometric mean of the ratios {np.exp(np.log(ratios).mean()):.3f}, smallest {ratios.min():.3f} "
                  f"({'x'.join(str(rows[int(ratios.argmin())][d]) for d in 'MNK')}), {len(rows)} shapes")
+    for name, group in suite_groups(rows).items():
+        if group:
+            low, high = min(r["ratio"] for r in group), max(r["ratio"] for r in group)
+            lines.append(f"{name}: {len(group)} shapes, ratios {low:.3f} to {high:.3f}")
+    under = [r for r in rows if r["ratio"] < 0.9]
+    lines.append("under 0.9: " + (", ".join("x".join(str(r[d]) for d in "MNK") for r in under) or "none"))
     return "\n".join(lines)
+
+
+# A large product: at least as many FLOPs as 3072^3, every size a multiple of 8.
+LARGE_FLOPS = 2 * 3072 ** 3
+
+
+def suite_groups(rows: list[dict]) -> dict[str, list[dict]]:
+    """The suite's rows by kind, as suite_table's last lines and chapter 12 describe them."""
+    return {
+        "large (at least 3072^3's FLOPs, sizes multiples of 8)":
+            [r for r in rows if 2 * r["M"] * r["N"] * r["K"] >= LARGE_FLOPS and all(r[d] % 8 == 0 for d in "MNK")],
+        "M or N at most 4": [r for r in rows if min(r["M"], r["N"]) <= 4],
+    }
 
 
 def measure_heatmap(spec, sizes, ks, progress: bool = True) -> list[dict]:
