@@ -206,3 +206,14 @@ def test_a_warp_tile_index_mistake_shows_only_on_the_gpu(tmp_path):
     verdict = exercises.check("08", path)
     failed = [text for ok, text in verdict.lines if not ok]
     assert len(failed) == 1 and failed[0].startswith(("wrong results at", "your kernel crashed at"))
+
+
+@pytest.mark.gpu
+def test_a_shuffle_that_stops_one_level_early_shows_only_on_the_gpu(tmp_path):
+    """12's butterfly stopping before STRIDE (offset > STRIDE): the partial sums of two k-lanes are never
+    added, the SASS still shuffles, and only the GPU check finds the wrong results."""
+    path = _planted("12_skinny", "offset >= STRIDE", "offset > STRIDE", tmp_path)
+    assert exercises.check("12", path, gpu=False).passed, "nothing a static check can see"
+    verdict = exercises.check("12", path)
+    failed = [text for ok, text in verdict.lines if not ok]
+    assert len(failed) == 1 and failed[0].startswith("wrong results at")
