@@ -204,8 +204,8 @@ class KernelSpec:
     split_flags: int = 0
     # The configurations (overrides on the defaults) whose Nsight Compute counters `record` reads.
     counter_overrides: tuple[dict, ...] = ({},)
-    # True for a kernel on the memory-bound side (chapter 12): its blocks stream an operand, and their
-    # time is their share of DRAM bandwidth rather than whole waves of tiles (dispatch's model)
+    # True for a kernel on the memory-bound side (chapter 12): its blocks stream an operand, so dispatch's
+    # model charges it by the megabytes it moves as well as by its waves
     streams: bool = False
     # Shapes (M, N, K) besides the explorer's squares where `record` times the sliders' configurations:
     # for a kernel built for a regime squares do not show (chapter 12's skinny products).

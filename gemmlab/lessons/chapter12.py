@@ -14,8 +14,7 @@ def _streaming_kernel():
 
 def _dram_gbs(row: dict) -> float:
     """What a timed row moved through DRAM at least (every operand once), per second."""
-    p = Problem(*records.shape_key(row))
-    return 4 * (p.M * p.K + p.K * p.N + p.M * p.N) / (row["ms"] * 1e-3) / 1e9
+    return dispatch.operand_bytes(Problem(*records.shape_key(row))) / (row["ms"] * 1e-3) / 1e9
 
 
 def show_skinny_regime() -> None:
