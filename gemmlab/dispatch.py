@@ -46,6 +46,7 @@ from . import arch as archs
 from . import files, identity, records, registry, source
 from .compile import Resources, compile_kernel, occupancy, precompile
 from .plan import Launch, launch_with
+from .plan import ridge as ridge_of
 from .spec import IllegalConfig, KernelSpec, Params, Problem, UnsupportedShape, split_time
 
 FITTED_DIR = Path(__file__).resolve().parent / "fitted"
@@ -111,26 +112,11 @@ def training_rows(rec: records.Record) -> list[dict]:
     stale = set(rec.stale_kernels())
     rows = [*rec.data["results"], *rec.data.get("final_search", []), *rec.data.get("ladder", []),
             *rec.data.get("dispatch_training", [])]
-    ridge = _ridge(rec.device)
+    ridge = ridge_of(rec.device)
     return [r for r in rows if r["kernel"] not in stale and r["kernel"] in registry.KERNELS
             and registry.KERNELS[r["kernel"]].k_tile is not None
             and (not registry.KERNELS[r["kernel"]].streams
-                 or intensity(Problem(*records.shape_key(r))) <= STREAMING_REACH * ridge)]
-
-
-def operand_bytes(problem: Problem) -> int:
-    """The bytes of A, B and C: what every launch moves through DRAM at least."""
-    return 4 * (problem.M * problem.K + problem.K * problem.N + problem.M * problem.N)
-
-
-def intensity(problem: Problem) -> float:
-    """FLOPs per byte if every operand crossed DRAM once."""
-    return problem.flops / operand_bytes(problem)
-
-
-def _ridge(dev: dict) -> float:
-    """FLOPs per DRAM byte where a GPU's roofline bends (peak FP32 over the attribute bandwidth)."""
-    return dev["peak_fp32_tflops"] * 1e12 / (dev["dram_gbs"] * 1e9)
+                 or Problem(*records.shape_key(r)).intensity <= STREAMING_REACH * ridge)]
 
 
 def candidate_configs(rows: list[dict]) -> list[tuple[str, dict]]:
@@ -173,7 +159,7 @@ def _features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
     checked = 1 - spec.fast_tiles(params, problem) / tiles if spec.fast_tiles else 0.0
     waves = split_time(tiles, steps, slots, pieces, split)
     if spec.streams:
-        megabytes = operand_bytes(problem) / 1e6
+        megabytes = problem.operand_bytes / 1e6
         return megabytes, waves * steps / megabytes, lone, 0, checked
     return waves, steps, lone, pieces if split else 0, checked
 
@@ -436,17 +422,17 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> t
     # DRAM bandwidth from the GPU's attributes, times the share of it a copy reached on the fitted GPU
     # (the same figure whether the plan is made on that GPU or from its record)
     bandwidth = dev["dram_gbs"] * m.device.get("measured_copy_gbs", m.device["dram_gbs"]) / m.device["dram_gbs"]
-    memory_us = m.launch_us + operand_bytes(problem) / (bandwidth * 1e3)
+    memory_us = m.launch_us + problem.operand_bytes / (bandwidth * 1e3)
     found, refused = [], {}
-    ridge = _ridge(dev)
+    ridge = ridge_of(dev)
     for cand in m.candidates:
         spec = cand.spec
         try:
-            if spec.streams and intensity(problem) > STREAMING_REACH * ridge:
+            if spec.streams and problem.intensity > STREAMING_REACH * ridge:
                 raise UnsupportedShape(spec.name, "memory-bound-shapes",
                                        f"it streams an operand, for shapes under {STREAMING_REACH:g} x the ridge "
                                        f"({STREAMING_REACH * ridge:.0f} FLOPs per byte); this one has "
-                                       f"{intensity(problem):.0f}")
+                                       f"{problem.intensity:.0f}")
             spec.check_shape(cand.params, problem)
             spec.check_arch(cand.params, archs.get(dev["arch"]))
             if not aligned and spec.pointer_alignment(cand.params) > 4:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from . import registry, source
 from .compile import compile_kernel
+from .roofline import ridge_point
 from .spec import KernelSpec, Params, Problem, split_time
 
 # Below this share of the block slots kept busy, or of the blocks on the fast copy path, or of the
@@ -72,14 +73,12 @@ class Launch:
 
     @property
     def operand_bytes(self) -> int:
-        p = self.problem
-        return 4 * (p.M * p.K + p.K * p.N + p.M * p.N)
+        return self.problem.operand_bytes
 
     @property
     def intensity(self) -> float:
         """FLOPs per byte if every operand crossed DRAM once."""
-        p = self.problem
-        return 2 * p.M * p.N * p.K / self.operand_bytes
+        return self.problem.intensity
 
     def findings(self) -> list[str]:
         """What costs this shape speed against a large square, one sentence each, most first."""
@@ -149,12 +148,18 @@ def launch(M: int, N: int, K: int, kernel: str | KernelSpec | None = None, param
     return launch_with(spec, full, problem, dev, build.occupancy.blocks_per_sm, gpu)
 
 
+def ridge(dev: dict) -> float:
+    """FLOPs per DRAM byte where a GPU's roofline bends (peak FP32 over the attribute bandwidth); `dev` as
+    source.here().device() gives it."""
+    return ridge_point(dev["peak_fp32_tflops"] * 1e3, dev["dram_gbs"])
+
+
 def launch_with(spec: KernelSpec, params: Params, problem: Problem, dev: dict, blocks_per_sm: int, gpu: str) -> Launch:
     """The same Launch where the blocks per SM are known already (no compile): `dev` is a device's
     facts as source.here().device() gives them. UnsupportedShape where the grid cannot be launched."""
     slots = dev["sm_count"] * blocks_per_sm
     grid, block = spec.launch(params, problem, slots)
     return Launch(spec, params, problem, gpu, dev["sm_count"], blocks_per_sm, dev["l2_bytes"],
-                  dev["peak_fp32_tflops"] * 1e12 / (dev["dram_gbs"] * 1e9), grid, block, spec.tiles(params, problem),
+                  ridge(dev), grid, block, spec.tiles(params, problem),
                   spec.split_count(params, problem, slots), spec.split(params), spec.k_steps(params, problem),
                   spec.fast_tiles(params, problem) if spec.fast_tiles else None)

@@ -118,6 +118,16 @@ class Problem:
     def flops(self) -> int:
         return 2 * self.M * self.N * self.K
 
+    @property
+    def operand_bytes(self) -> int:
+        """The bytes of A, B and C: what a launch moves through DRAM at least."""
+        return 4 * (self.M * self.K + self.K * self.N + self.M * self.N)
+
+    @property
+    def intensity(self) -> float:
+        """FLOPs per byte if every operand crossed DRAM once."""
+        return self.flops / self.operand_bytes
+
 
 @dataclass(frozen=True)
 class ShapeRule:

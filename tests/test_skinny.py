@@ -2,7 +2,7 @@
 streams an operand."""
 import pytest
 
-from gemmlab import bench, course, dispatch, registry
+from gemmlab import bench, course, dispatch, plan, registry
 from gemmlab.spec import Problem
 
 SPEC = registry.KERNELS["12_skinny"]
@@ -63,14 +63,14 @@ def test_a_streaming_kernel_is_offered_only_on_the_memory_bound_side():
     streaming kernel there, and says why when asked for a shape's options."""
     dev, gpu = dispatch.device_facts()
     m = dispatch.model(dev["name"])
-    ridge = dev["peak_fp32_tflops"] * 1e12 / (dev["dram_gbs"] * 1e9)
+    ridge = plan.ridge(dev)
     square = Problem(2048, 2048, 2048)
-    assert dispatch.intensity(square) > dispatch.STREAMING_REACH * ridge
+    assert square.intensity > dispatch.STREAMING_REACH * ridge
     found, refused = dispatch.options(m, square, dev, gpu, True)
     assert not any(o.launch.spec.streams for o in found)
     assert any("memory-bound-shapes" in r for r in refused)
     skinny = Problem(1, 4096, 4096)
-    assert dispatch.intensity(skinny) < ridge
+    assert skinny.intensity < ridge
     found, _ = dispatch.options(m, skinny, dev, gpu, True)
     assert any(o.launch.spec.streams for o in found)
 
@@ -98,7 +98,7 @@ def test_chapter_12s_words_on_its_regime_match_the_record():
     assert "about three quarters of a plain copy's bandwidth and is level with cuBLAS" in prose
     ones = [(s, r) for s, r in best.items() if min(s[:2]) == 1]
     for shape, r in ones:
-        moved = 4 * (shape[0] * shape[2] + shape[2] * shape[1] + shape[0] * shape[1]) / (r["ms"] * 1e-3) / 1e9
+        moved = Problem(*shape).operand_bytes / (r["ms"] * 1e-3) / 1e9
         assert 0.65 <= moved / copy <= 0.85 and r["ratio"] >= 0.95, (shape, moved / copy, r["ratio"])
     assert "With a few rows or columns (8, 16) it is well ahead" in prose
     few = [r for s, r in best.items() if min(s[:2]) in (8, 16)]

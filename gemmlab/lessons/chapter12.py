@@ -14,7 +14,18 @@ def _streaming_kernel():
 
 def _dram_gbs(row: dict) -> float:
     """What a timed row moved through DRAM at least (every operand once), per second."""
-    return dispatch.operand_bytes(Problem(*records.shape_key(row))) / (row["ms"] * 1e-3) / 1e9
+    return Problem(*records.shape_key(row)).operand_bytes / (row["ms"] * 1e-3) / 1e9
+
+
+def _fastest_at_regime_shapes(rec, spec) -> dict[tuple, dict]:
+    """The spec's fastest recorded configuration at each of its regime shapes the record holds."""
+    rows = rec.results(spec.name)
+    fastest = {}
+    for shape in spec.regime_shapes:
+        timed = [r for r in rows if records.shape_key(r) == tuple(shape)]
+        if timed:
+            fastest[tuple(shape)] = max(timed, key=lambda r: r["gflops"])
+    return fastest
 
 
 def show_skinny_regime() -> None:
@@ -25,14 +36,9 @@ def show_skinny_regime() -> None:
     rec = source.record()
     copy = rec.device.get("measured_copy_gbs")
     rows = []
-    for shape in spec.regime_shapes:
-        timed = [r for r in rec.results(spec.name) if records.shape_key(r) == tuple(shape)]
-        if not timed:
-            continue
-        best = max(timed, key=lambda r: r["gflops"])
-        p = Problem(*shape)
+    for shape, best in _fastest_at_regime_shapes(rec, spec).items():
         rows.append([records.shape_label(shape), spec.changes_label(best["params"]) or "defaults",
-                     f"{dispatch.intensity(p):.2g}", f"{best['gflops'] / 1e3:.2f}", f"{best['cublas_gflops'] / 1e3:.2f}",
+                     f"{Problem(*shape).intensity:.2g}", f"{best['gflops'] / 1e3:.2f}", f"{best['cublas_gflops'] / 1e3:.2f}",
                      f"{best['ratio']:.2f}", f"{_dram_gbs(best):,.0f}" + (f" ({_dram_gbs(best) / copy:.0%})" if copy else "")])
     markdown(table(["M x N x K", "fastest configuration (against the defaults)", "FLOPs per byte", "TFLOP/s",
                     "cuBLAS TFLOP/s", "ratio", "DRAM GB/s (of a copy's)"], rows)
@@ -49,13 +55,10 @@ def show_skinny_roofline() -> None:
     rec = source.record()
     peak, bandwidth = source.ceilings()
     points = []
-    for shape in spec.regime_shapes:
-        timed = [r for r in rec.results(spec.name) if records.shape_key(r) == tuple(shape)]
-        if timed:
-            best = max(timed, key=lambda r: r["gflops"])
-            x = dispatch.intensity(Problem(*shape))
-            points += [(f"{records.shape_label(shape)}", x, best["gflops"]),
-                       (f"cuBLAS {records.shape_label(shape)}", x, best["cublas_gflops"])]
+    for shape, best in _fastest_at_regime_shapes(rec, spec).items():
+        x = Problem(*shape).intensity
+        points += [(records.shape_label(shape), x, best["gflops"]),
+                   (f"cuBLAS {records.shape_label(shape)}", x, best["cublas_gflops"])]
     plots.roofline(points, peak, bandwidth, rec.label,
                    note=f"{spec.name} (fastest recorded configuration) and cuBLAS FP32, at the compulsory intensity")
 
