@@ -151,12 +151,14 @@ def _features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
     (spec.streams) is paced by DRAM as well as by its waves: w is the megabytes of its operands, and
     w k its waves times a tile's K steps, so that a is the time per megabyte and b per step of a wave."""
     slots = sm_count * blocks_per_sm
-    tiles, steps = spec.tiles(params, problem), spec.k_steps(params, problem)
+    # a kernel that cuts every tile along K (spec.k_split) runs its pieces as tiles of their own
+    tiles = spec.tiles(params, problem) * spec.k_split(params, problem)
+    steps = spec.piece_steps(params, problem)
     pieces = spec.split(params)
     split = spec.split_count(params, problem, slots) if pieces > 1 else 0
     blocks = tiles + split * (pieces - 1)
     lone = blocks_per_sm > 1 and blocks <= sm_count
-    checked = 1 - spec.fast_tiles(params, problem) / tiles if spec.fast_tiles else 0.0
+    checked = 1 - spec.fast_tiles(params, problem) / spec.tiles(params, problem) if spec.fast_tiles else 0.0
     waves = split_time(tiles, steps, slots, pieces, split)
     if spec.streams:
         megabytes = problem.operand_bytes / 1e6
@@ -363,15 +365,17 @@ class Plan:
         ch, p = self.choice.launch, self.problem
         rows, cols = ch.spec.tile(ch.params)
         whole = split_time(ch.tiles, ch.k_steps, ch.slots, ch.pieces, 0)
-        waves = (f"waves: {ch.tiles:,} tiles of {rows} x {cols} on {ch.slots} block slots ({ch.sm_count} SMs x "
-                 f"{ch.blocks_per_sm}), {ch.tiles / ch.slots:.2f} tiles per slot: {ch.slot_use:.0%} of the slots' "
-                 f"time busy")
+        each = f", each split in {ch.k_split} along K, a block a piece" if ch.k_split > 1 else ""
+        waves = (f"waves: {ch.tiles:,} tiles of {rows} x {cols}{each} on {ch.slots} block slots ({ch.sm_count} SMs x "
+                 f"{ch.blocks_per_sm}), {ch.tiles * ch.k_split / ch.slots:.2f} blocks per slot: {ch.slot_use:.0%} of "
+                 f"the slots' time busy")
         if ch.split_tiles:
             waves += (f"; the last {ch.split_tiles:,} tiles are split in {ch.pieces} along K "
                       f"({ch.tiles / ch.slots / whole:.0%} busy without the split)")
         k_tile = ch.spec.k_tile(ch.params)
         k_block = (f"K per block: {ch.k_steps} steps of {k_tile}" +
-                   (f", about {-(-ch.k_steps // ch.pieces)} for each piece of a split tile" if ch.split_tiles else ""))
+                   (f", about {-(-ch.k_steps // ch.pieces)} for each piece of a split tile" if ch.split_tiles else
+                    f", {ch.piece_steps} for each of a tile's {ch.k_split} pieces" if ch.k_split > 1 else ""))
         aligned = p.lda % 4 == 0 and p.ldb % 4 == 0 and p.ldc % 4 == 0
         alignment = ("alignment: every row starts 16-byte aligned" if aligned else
                      f"alignment: rows of {p.lda}, {p.ldb} and {p.ldc} floats (A, B, C) are not all 16-byte multiples")

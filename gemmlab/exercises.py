@@ -24,7 +24,6 @@ BEGIN, END = "// exercise: begin", "// exercise: end"
 # leading dimension, and one multiple of every tile.
 SHAPES = ((509, 515, 130), (1, 1, 1), (64, 80, 1), (257, 129, 300), (512, 512, 512))
 PADDED = Problem(200, 136, 72, lda=76, ldb=140, ldc=140)
-TIMING_SIZE = 4096
 # The verdict on speed: at least this share of the chapter's own kernel, timed in the same run.
 PASS_SHARE = 0.90
 
@@ -164,6 +163,10 @@ def _wrong_shapes_message(bad: list[str], good: list[str], first: str, check) ->
     return text
 
 
+def _shape_words(p: Problem) -> str:
+    return f"{p.M}^3" if p.M == p.N == p.K else f"{p.M} x {p.N} x {p.K}"
+
+
 def _on_gpu(spec: KernelSpec, params: dict, path: Path, verdict: Verdict) -> None:
     from . import bench
     verdict.gpu = device.facts().name
@@ -190,21 +193,23 @@ def _on_gpu(spec: KernelSpec, params: dict, path: Path, verdict: Verdict) -> Non
     if not verdict.add(not bad, _wrong_shapes_message(bad, good, *first_wrong) if bad else
                        f"correct at {len(good)} shapes (primes, K = 1, padded rows, a multiple of every tile)"):
         return
-    ops = bench.Operands.random(Problem(TIMING_SIZE, TIMING_SIZE, TIMING_SIZE))
+    timed = Problem(*spec.exercise.timing_shape)
+    at = _shape_words(timed)
+    ops = bench.Operands.random(timed)
     mine(ops)                                  # right at the timed size too, before it is timed
     device.cupy().cuda.runtime.deviceSynchronize()
     check = bench.check(ops)
-    if not verdict.add(check.ok, f"at {TIMING_SIZE}^3: {check}"):
+    if not verdict.add(check.ok, f"at {at}: {check}"):
         return
     theirs = bench.Kernel(spec, params)
     t_mine, t_theirs, t_cublas = bench.time_interleaved(
         [lambda: mine(ops), lambda: theirs(ops), lambda: bench.cublas_sgemm(ops)], reps=10, flush=True)
-    flops = 2 * TIMING_SIZE ** 3
+    flops = timed.flops
     verdict.tflops, verdict.solution_tflops, verdict.cublas_tflops = (
         flops / (t.median_ms * 1e-3) / 1e12 for t in (t_mine, t_theirs, t_cublas))
     share = verdict.tflops / verdict.solution_tflops
     verdict.add(share >= PASS_SHARE,
-                f"{verdict.tflops:.1f} TFLOP/s at {TIMING_SIZE}^3: {share:.0%} of the chapter's kernel "
+                f"{verdict.tflops:.1f} TFLOP/s at {at}: {share:.0%} of the chapter's kernel "
                 f"({verdict.solution_tflops:.1f}) and {verdict.tflops / verdict.cublas_tflops:.0%} of cuBLAS "
                 f"({verdict.cublas_tflops:.1f}), timed in the same run; a pass needs {PASS_SHARE:.0%} of the "
                 f"chapter's kernel")
@@ -251,7 +256,8 @@ def gpu_part(chapter: str | int, file: str | Path) -> dict:
     try:
         _on_gpu(spec, spec.resolve(spec.exercise.params), Path(file), verdict)
     except device.cuda_errors() as exc:          # at the timed size, after every small shape was right
-        verdict.add(False, f"your kernel crashed at {TIMING_SIZE}^3: {device.cuda_error_words(exc)}")
+        verdict.add(False, f"your kernel crashed at {_shape_words(Problem(*spec.exercise.timing_shape))}: "
+                           f"{device.cuda_error_words(exc)}")
     return {"gpu": verdict.gpu, "lines": verdict.lines, "tflops": verdict.tflops,
             "solution_tflops": verdict.solution_tflops, "cublas_tflops": verdict.cublas_tflops}
 

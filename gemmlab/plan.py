@@ -45,6 +45,7 @@ class Launch:
     pieces: int
     k_steps: int                # BK steps of a whole tile's K loop
     fast_tiles: int | None      # tiles whose block copies 16 bytes at a time, unchecked (None: not modelled)
+    k_split: int = 1            # pieces along K of every tile, each a block of its own (chapter 13's SPLIT)
 
     @property
     def slots(self) -> int:
@@ -58,12 +59,17 @@ class Launch:
     @property
     def wave_time(self) -> float:
         """Time in units of one whole tile's time on one slot (the launcher's own estimate)."""
-        return split_time(self.tiles, self.k_steps, self.slots, self.pieces, self.split_tiles)
+        return split_time(self.tiles * self.k_split, self.k_steps, self.slots, self.pieces, self.split_tiles)
 
     @property
     def slot_use(self) -> float:
         """Share of the block slots' time spent on tiles: 1 when the last wave is full."""
-        return self.tiles / self.slots / self.wave_time
+        return self.tiles * self.k_split / self.slots / self.wave_time
+
+    @property
+    def piece_steps(self) -> int:
+        """K steps of one block's loop: a tile's, or a piece's where every tile is split along K."""
+        return -(-self.k_steps // self.k_split)
 
     @property
     def covered(self) -> float:
@@ -88,7 +94,8 @@ class Launch:
             out.append(f"memory-bound: {self.intensity:.2g} FLOPs per DRAM byte at best, under the ridge of "
                        f"{self.ridge:.0f}: DRAM bandwidth, not FFMA, sets the speed limit here")
         if self.slot_use < WORTH_SAYING:
-            split = (f", {self.split_tiles} of them split in {self.pieces} along K" if self.split_tiles else "")
+            split = (f", {self.split_tiles} of them split in {self.pieces} along K" if self.split_tiles else
+                     f", each split in {self.k_split} along K" if self.k_split > 1 else "")
             out.append(f"{self.tiles} tiles of {rows} x {cols}{split} for {self.slots} block slots "
                        f"({self.sm_count} SMs x {self.blocks_per_sm}): {self.slot_use:.0%} of the slots' time busy")
         if self.fast_tiles is not None and self.fast_tiles < WORTH_SAYING * self.tiles:
@@ -104,8 +111,8 @@ class Launch:
         if self.covered < WORTH_SAYING:
             out.append(f"the tiles cover {self.tiles * rows * cols:,} elements for C's {p.M * p.N:,}: "
                        f"{1 - self.covered:.0%} of the work lies outside C")
-        if self.spec.k_tile and self.k_steps < SHORT_K_STEPS:
-            out.append(f"each block runs {self.k_steps} steps of {self.spec.k_tile(self.params)} along K: filling and "
+        if self.spec.k_tile and self.piece_steps < SHORT_K_STEPS:
+            out.append(f"each block runs {self.piece_steps} steps of {self.spec.k_tile(self.params)} along K: filling and "
                        f"draining the pipeline is a large part of so short a loop")
         return out
 
@@ -118,9 +125,10 @@ class Launch:
             + f"; {self.gpu}",
             f"  grid {self.grid}, {self.block[0]} threads a block, {self.blocks_per_sm} block(s) per SM: "
             f"{self.blocks:,} blocks for {self.slots} slots, {self.tiles:,} tiles of {rows} x {cols}"
-            + (f", the last {self.split_tiles} split in {self.pieces} along K" if self.split_tiles else ""),
-            f"  waves: {self.tiles / self.slots:.2f} tiles per slot, {self.slot_use:.0%} of the slots' time busy; "
-            f"{self.k_steps} K steps a tile; {self.covered:.0%} of the tiles' area inside C",
+            + (f", the last {self.split_tiles} split in {self.pieces} along K" if self.split_tiles else "")
+            + (f", each split in {self.k_split} along K ({self.piece_steps} K steps a piece)" if self.k_split > 1 else ""),
+            f"  waves: {self.tiles * self.k_split / self.slots:.2f} blocks per slot, {self.slot_use:.0%} of the slots' "
+            f"time busy; {self.k_steps} K steps a tile; {self.covered:.0%} of the tiles' area inside C",
             f"  operands {self.operand_bytes / 1e6:,.1f} MB ({'within' if self.operand_bytes <= self.l2_bytes else 'over'} "
             f"the {self.l2_bytes / 2**20:.0f} MiB L2); {self.intensity:.3g} FLOPs per byte against a ridge of "
             f"{self.ridge:.0f}",
@@ -162,4 +170,4 @@ def launch_with(spec: KernelSpec, params: Params, problem: Problem, dev: dict, b
     return Launch(spec, params, problem, gpu, dev["sm_count"], blocks_per_sm, dev["l2_bytes"],
                   ridge(dev), grid, block, spec.tiles(params, problem),
                   spec.split_count(params, problem, slots), spec.split(params), spec.k_steps(params, problem),
-                  spec.fast_tiles(params, problem) if spec.fast_tiles else None)
+                  spec.fast_tiles(params, problem) if spec.fast_tiles else None, spec.k_split(params, problem))

@@ -161,12 +161,14 @@ class Exercise:
     """The chapter's "Your turn": the learner rewrites the code between the kernel file's
     `// exercise: begin` and `// exercise: end` lines, starting from `starter` (the same lines with
     the chapter's change taken out and TODO markers where it goes). Checked at `params` (overrides
-    on the defaults, where the change only shows in some configurations)."""
+    on the defaults, where the change only shows in some configurations), and timed at `timing_shape`
+    (M, N, K), a shape where the change pays."""
     task: str
     starter: str
     hints: tuple[str, ...]
     evidence: tuple[Evidence, ...] = ()
     params: dict = field(default_factory=dict)
+    timing_shape: tuple[int, int, int] = (4096, 4096, 4096)
 
 
 @dataclass(frozen=True)
@@ -212,6 +214,9 @@ class KernelSpec:
     split: Callable[[Params], int] = field(default=lambda p: 1)
     # The most tiles one launch may split (the kernel keeps one flag per split tile).
     split_flags: int = 0
+    # Pieces along K that every tile of a problem is cut into, each a block of its own (gridDim.z):
+    # chapter 13's SPLIT, whose pieces are added up in a workspace; 1: one block per tile.
+    k_split: Callable[[Params, "Problem"], int] = field(default=lambda p, pr: 1)
     # The configurations (overrides on the defaults) whose Nsight Compute counters `record` reads.
     counter_overrides: tuple[dict, ...] = ({},)
     # True for a kernel on the memory-bound side (chapter 12): its blocks stream an operand, so dispatch's
@@ -345,6 +350,10 @@ class KernelSpec:
         """Steps of a whole tile's K loop (1 for a kernel that stages no tiles)."""
         return -(-problem.K // self.k_tile(params)) if self.k_tile else 1
 
+    def piece_steps(self, params: Params, problem: Problem) -> int:
+        """Steps of the longest K loop a block runs: a whole tile's, or with k_split a piece's."""
+        return -(-self.k_steps(params, problem) // self.k_split(params, problem))
+
     def split_count(self, params: Params, problem: Problem, slots: int) -> int:
         """Tiles the launch cuts into split(params) pieces along K (split_tiles's plan; 0: none)."""
         pieces = self.split(params)
@@ -355,9 +364,10 @@ class KernelSpec:
 
     def launch(self, params: Params, problem: Problem,
                slots: int | None = None) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        """(grid, block) for a problem: one block per tile of C. For a kernel that splits tiles
-        (split(params) > 1), given `slots` (blocks the GPU runs at once: SMs x blocks per SM): a
-        1-D grid, the whole tiles first, then the pieces of the last `split_tiles` tiles."""
+        """(grid, block) for a problem: one block per tile of C (times k_split(params) along z, one per
+        piece). For a kernel that splits tiles of a last wave (split(params) > 1), given `slots` (blocks
+        the GPU runs at once: SMs x blocks per SM): a 1-D grid, the whole tiles first, then the pieces
+        of the last `split_tiles` tiles."""
         rows, cols = self.tile(params)
         tiles_n, tiles_m = -(-problem.N // cols), -(-problem.M // rows)
         block = (self.threads(params), 1, 1)
@@ -373,7 +383,7 @@ class KernelSpec:
         if tiles_m > 65535:
             raise UnsupportedShape(self.name, "grid-y-limit",
                                    f"M={problem.M} needs {tiles_m} block rows, CUDA allows 65535")
-        return (tiles_n, tiles_m, 1), block
+        return (tiles_n, tiles_m, self.k_split(params, problem)), block
 
     def config_label(self, params: Params) -> str:
         return " ".join(f"{k}={v}" for k, v in params.items())

@@ -33,7 +33,8 @@ def test_correct_on_awkward_shapes(name, cfg):
         try:
             kernel.spec.check_shape(kernel.params, problem)
         except UnsupportedShape as refused:
-            assert "multiples of 4" in str(refused)
+            # rows that are not 16-byte multiples; or, for 13, C smaller than a tile
+            assert "multiples of 4" in str(refused) or refused.rule == "tile-fits"
             with pytest.raises(UnsupportedShape):
                 kernel.validate(problem, seed=1)
             continue

@@ -1,0 +1,90 @@
+"""Chapter 13: every shape: edge tiles moved back inside C (no checked copies in the main loop), K's
+remainder zero-filled in the first tile, small tiles, and every tile split along K into pieces whose
+partial tiles the last piece to arrive adds up from a workspace."""
+from ..spec import Exercise, KernelSpec, Param, ShapeRule
+from .pipelined import kernel_fields, rules
+
+# The kernel's workspace (kernels/13_split_k.cu's PARTIAL_FLOATS and ARRIVALS agree)
+PARTIAL_FLOATS = 1 << 23
+ARRIVALS = 65536
+
+
+def _tiles(p, pr) -> int:
+    return -(-pr.M // p["BM"]) * -(-pr.N // p["BN"])
+
+
+def _pieces(p, pr) -> int:
+    """Pieces along K of every tile: SPLIT, or fewer where the workspace cannot hold SPLIT partial tiles
+    of every tile (one for more tiles than it counts), and never more than K has tiles."""
+    if p["SPLIT"] == 1 or _tiles(p, pr) > ARRIVALS:
+        return 1
+    room = PARTIAL_FLOATS // (_tiles(p, pr) * p["BM"] * p["BN"])
+    return max(1, min(p["SPLIT"], room, -(-pr.K // p["BK"])))
+
+
+SHAPE_RULES = (
+    ShapeRule("tile-fits", lambda p, pr: pr.M >= p["BM"] and pr.N >= p["BN"],
+              lambda p, pr: (f"its edge tiles are moved back inside C instead of checked, so C must be at least one "
+                             f"tile of {p['BM']} x {p['BN']}: got {pr.M} x {pr.N}. Pick smaller tiles (BM, BN)")),
+    ShapeRule("row-offsets", lambda p, pr: p["BM"] * pr.lda < 2**31 and p["BK"] * pr.ldb < 2**31,
+              lambda p, pr: (f"a thread's copies within a tile are addressed with 32-bit offsets: BM x lda and "
+                             f"BK x ldb must stay under 2^31 (got {p['BM']} x {pr.lda} and {p['BK']} x {pr.ldb})")),
+)
+
+SPEC = KernelSpec(
+    name="13_split_k", chapter=13, title="13 split-K",
+    technique="edge tiles moved inside C and K's remainder zero-filled (no checked copies), small tiles, and every "
+              "tile split along K, the pieces summed from a workspace by the last to arrive",
+    params=(
+        Param("BM", (32, 64, 128, 256), 64, "rows of the block's C tile", slider=(32, 64, 128)),
+        Param("BN", (32, 64, 128, 256), 64, "columns of the block's C tile", slider=(64, 128)),
+        Param("BK", (8, 16, 32), 16, "K step: depth of one pipeline stage", slider=(16,)),
+        Param("WM", (32, 64), 32, "rows of a warp's C tile (sub-tiles of 16 rows)", slider=(32,)),
+        Param("WN", (32, 64), 32, "columns of a warp's C tile (sub-tiles of 32 columns)", slider=(32, 64)),
+        Param("STAGES", (2, 3, 4), 3, "shared-memory buffers in the copy pipeline", slider=(3,)),
+        Param("KUNROLL", (4, 8, 16, 32), 16, "k steps unrolled at a time within a tile (code size)", slider=(16,)),
+        Param("GROUP", (1, 8), 8, "tile rows walked together, column by column (L2 reuse); 1: row by row",
+              slider=(8,)),
+        Param("MINB", (1, 2, 3, 4), 2, "blocks per SM promised to the compiler (__launch_bounds__): caps registers",
+              slider=(2,)),
+        Param("SNAKE", (0, 1), 1, "1: odd rows of the outer product run backwards (operand reuse); 0: row by row",
+              slider=(1,)),
+        Param("SPREAD", (0, 2, 4), 2, "the next tile's copies go out SPREAD at a time between the k steps "
+                                      "(0: all at once after the barrier, before the math)", slider=(2,)),
+        Param("SPLIT", (1, 2, 3, 4, 6, 8, 12, 16), 1,
+              "pieces along K that every tile is cut into, one block each; the last piece of a tile to arrive "
+              "adds the partial tiles (1: none; fewer where the 32 MiB workspace cannot hold them all)",
+              slider=(1, 2, 4, 8)),
+    ),
+    rules=rules(),
+    shape_rules=SHAPE_RULES,
+    **kernel_fields(),
+    k_split=_pieces,
+    # shapes none of issue 17's suite has, where small grids and ragged edges are the problem: where the
+    # record times the sliders' configurations besides the squares
+    regime_shapes=((96, 4096, 4096), (48, 8192, 2048), (700, 700, 700), (1280, 1280, 1280),
+                   (1000, 3000, 1999), (3001, 2999, 3003)),
+    # steps, at the chapter's step size (4096^3, where no split fits the workspace, nor pays): 11's tile
+    # with its edges moved inside, then the small tiles of the defaults
+    steps=(("128 x 128 tiles of 8 warps, edges moved inside C", {"BM": 128, "BN": 128, "WM": 32, "WN": 64}),
+           ("64 x 64 tiles of 4 warps (the defaults)", {"BM": 64, "BN": 64, "WM": 32, "WN": 32})),
+    exercise=Exercise(
+        task="Let the last piece of a tile to arrive add the pieces up: count the pieces as they arrive, and tell "
+             "each block whether it was the last.",
+        starter="""    // TODO: thread 0 counts this piece in arrivals[tile] (an atomic add: pieces arrive at once) and
+    // learns from the count before it whether this piece is the last of `pieces`. The last one leaves
+    // the count at 0 for the next launch. Thread 0 writes the answer to *flag; every thread waits
+    // for it (a barrier), and a piece that is not the last returns false. The last one must read
+    // the other pieces' partial tiles only after it has seen the count (a fence).
+    TODO;
+""",
+        hints=("atomicAdd returns the value before the add: pieces - 1 before means every other piece has counted.",
+               "Only thread 0 touches the count; *flag lives in shared memory, so the barrier after thread 0 "
+               "writes it is what lets the other threads read it.",
+               "if (tid == 0) { const unsigned before = atomicAdd(arrivals + tile, 1u); const bool last = before == "
+               "pieces - 1; if (last) arrivals[tile] = 0; *flag = last; } __syncthreads(); if (!*flag) return false; "
+               "__threadfence();"),
+        # the count runs once per block, after the main loop: its correctness shows on a GPU
+        evidence=(),
+        params={"SPLIT": 4}, timing_shape=(1024, 1024, 4096)),
+)

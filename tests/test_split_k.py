@@ -1,0 +1,110 @@
+"""Chapter 13's kernel: edge tiles moved inside C, K's remainder in a zero-filled first tile, B copied
+16 or 4 bytes at a time, and tiles split along K and summed from a workspace."""
+import pytest
+
+from gemmlab import bench, course, dispatch, plan, registry
+from gemmlab.spec import Problem, UnsupportedShape
+
+SPEC = registry.KERNELS["13_split_k"]
+
+# small and large tiles, one and several pieces (SPLIT=3 leaves pieces of unequal length)
+CONFIGS = [{"BM": 64, "BN": 64, "WM": 32, "WN": 32, "SPLIT": 1},
+           {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "SPLIT": 3},
+           {"BM": 32, "BN": 64, "WM": 32, "WN": 32, "SPLIT": 6},
+           {"BM": 128, "BN": 128, "WM": 32, "WN": 64, "SPLIT": 1},
+           {"BM": 128, "BN": 128, "WM": 32, "WN": 64, "SPLIT": 2, "SPREAD": 0, "STAGES": 4}]
+SHAPES = [
+    Problem(1024, 1024, 1024),                    # whole tiles, 16-byte copies of B
+    Problem(1023, 1025, 1021),                    # ragged everywhere: 4-byte copies, edges moved, K padded
+    Problem(130, 4099, 33, alpha=0.5, beta=-1.0), # K shorter than a few tiles, beta read
+    Problem(128, 128, 7),                         # K shorter than one tile: only the padded tile
+    Problem(300, 260, 2000, lda=2004, ldb=264, ldc=261, alpha=-2.0, beta=0.25),   # padded rows, C's odd
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", CONFIGS, ids=["-".join(f"{k}{v}" for k, v in c.items()) for c in CONFIGS])
+def test_split_k_is_right_on_every_path(cfg):
+    """Edges moved inside C, the zero-filled first tile, both copy widths of B, the workspace sum,
+    alpha and beta: every shape the tiles fit is computed right, twice in a row (the arrival counts
+    are back at 0 after each launch)."""
+    kernel = bench.Kernel(SPEC, cfg)
+    for problem in SHAPES:
+        for seed in (7, 8):
+            check = kernel.validate(problem, seed=seed)
+            assert check.ok, f"{cfg} {problem}: {check}"
+
+
+@pytest.mark.gpu
+def test_split_k_gives_the_same_bits_every_run():
+    """The last piece adds the partial tiles in piece order whichever arrived last: the same operands
+    give the same result, bit for bit."""
+    import cupy as cp
+    kernel = bench.Kernel(SPEC, {"SPLIT": 6})
+    ops = bench.Operands.random(Problem(256, 320, 3000), seed=3)
+    kernel(ops)
+    first = ops.C.copy()
+    for _ in range(20):
+        kernel(ops)
+    assert bool(cp.all(first == ops.C))
+
+
+@pytest.mark.gpu
+def test_split_k_is_right_from_pointers_off_16_bytes():
+    """Operands that start 4 bytes past a 16-byte boundary: B takes the 4-byte copies, C the 4-byte stores."""
+    import cupy as cp
+    kernel = bench.Kernel(SPEC, {"SPLIT": 2})
+    problem = Problem(200, 300, 200, lda=204, ldb=304, ldc=301)
+    ops = bench.Operands.random(Problem(200, 301, 201, lda=204, ldb=304), seed=5)
+    shifted = bench.Operands(problem, ops.A[:, 1:201], ops.B[1:201, 1:301],
+                             cp.full((200, 301), cp.nan, cp.float32)[:, 1:], None)
+    kernel(shifted)
+    check = bench.check(shifted)
+    assert check.ok, check
+
+
+def test_a_tile_larger_than_c_is_refused_by_name():
+    with pytest.raises(UnsupportedShape) as refused:
+        SPEC.check_shape(SPEC.resolve({"BM": 128, "BN": 64, "WM": 32, "WN": 32}), Problem(100, 4096, 4096))
+    assert refused.value.rule == "tile-fits" and "128 x 64" in str(refused.value)
+    SPEC.check_shape(SPEC.resolve({"BM": 32, "BN": 64}), Problem(32, 64, 1))
+
+
+def test_the_workspace_bounds_the_split():
+    """A launch cuts every tile into SPLIT pieces where the workspace holds them all, into fewer where
+    it does not, and never into more than K has tiles; no shape is refused for it."""
+    p = SPEC.resolve({"SPLIT": 8})                      # 64 x 64 tiles
+    assert SPEC.k_split(p, Problem(640, 640, 640)) == 8
+    assert SPEC.k_split(p, Problem(2048, 2048, 2048)) == 2          # 1,024 tiles: room for 2 each
+    assert SPEC.k_split(p, Problem(4096, 4096, 4096)) == 1
+    assert SPEC.k_split(p, Problem(640, 640, 40)) == 3              # 3 K tiles of 16
+    assert SPEC.launch(p, Problem(4096, 4096, 4096))[0] == (64, 64, 1)
+    SPEC.check_shape(p, Problem(4096, 4096, 4096))
+
+
+def test_the_workspace_sizes_agree_with_the_kernel():
+    import re
+    from gemmlab.specs import ch13_split_k
+    text = SPEC.path.read_text()
+    assert int(re.search(r"#define ARRIVALS (\d+)", text).group(1)) == ch13_split_k.ARRIVALS
+    assert re.search(r"#define PARTIAL_FLOATS \(1 << (\d+)\)", text).group(1) == "23" == \
+        str(ch13_split_k.PARTIAL_FLOATS.bit_length() - 1)
+
+
+def test_a_split_launch_has_a_block_per_piece():
+    """The grid's z is SPLIT; the launch's waves count the pieces, each running its share of K."""
+    p = SPEC.resolve({"SPLIT": 4})
+    problem = Problem(640, 640, 640)
+    grid, block = SPEC.launch(p, problem, 264)
+    assert grid == (10, 10, 4) and block == (128, 1, 1)
+    launch = plan.launch_with(SPEC, p, problem, {"sm_count": 132, "l2_bytes": 50 << 20, "peak_fp32_tflops": 60.0,
+                                                 "dram_gbs": 3350.0}, 2, "a GPU")
+    assert launch.blocks == 400 and launch.piece_steps == 10 and launch.k_steps == 40
+    assert abs(launch.slot_use - 400 / 264 / 2) < 1e-9
+    waves, steps, *_ = dispatch._features(SPEC, p, problem, 132, 2)
+    assert waves == 2 and steps == 10
+
+
+def test_regime_shapes_are_outside_the_suite():
+    for shape in SPEC.regime_shapes:
+        assert shape not in course.MATMUL_SUITE
