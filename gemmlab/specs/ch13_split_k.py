@@ -64,10 +64,14 @@ SPEC = KernelSpec(
     # record times the sliders' configurations besides the squares
     regime_shapes=((96, 4096, 4096), (48, 8192, 2048), (700, 700, 700), (1280, 1280, 1280),
                    (1000, 3000, 1999), (3001, 2999, 3003)),
-    # steps, at the chapter's step size (4096^3, where no split fits the workspace, nor pays): 11's tile
-    # with its edges moved inside, then the small tiles of the defaults
-    steps=(("128 x 128 tiles of 8 warps, edges moved inside C", {"BM": 128, "BN": 128, "WM": 32, "WN": 64}),
-           ("64 x 64 tiles of 4 warps (the defaults)", {"BM": 64, "BN": 64, "WM": 32, "WN": 32})),
+    # steps, at the chapter's step size (4096^3, where no split fits the workspace, nor pays): 11's tiles
+    # with their edges moved inside, then smaller ones down to the defaults
+    steps=(("11's 128 x 256 tiles of 8 warps, one block an SM, edges moved inside C",
+            {"BM": 128, "BN": 256, "WM": 64, "WN": 64, "MINB": 1, "STAGES": 4, "SPREAD": 4}),
+           ("128 x 128 tiles of 8 warps, two blocks an SM",
+            {"BM": 128, "BN": 128, "WM": 32, "WN": 64, "MINB": 2, "STAGES": 3, "SPREAD": 2}),
+           ("64 x 64 tiles of 4 warps (the defaults)",
+            {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "MINB": 2, "STAGES": 3, "SPREAD": 2})),
     exercise=Exercise(
         task="Let the last piece of a tile to arrive add the pieces up: count the pieces as they arrive, and tell "
              "each block whether it was the last.",
