@@ -54,7 +54,7 @@ FITTED_DIR = Path(__file__).resolve().parent / "fitted"
 # leaves the smallest error is kept.
 LAUNCH_GRID_US = tuple(np.round(np.arange(0.0, 40.0 + 1e-9, 0.5), 2))
 # The shares of a shared SM's time that a block alone on an SM takes, tried likewise.
-ALONE_GRID = tuple(np.round(np.arange(0.30, 1.0 + 1e-9, 0.02), 2))
+ALONE_GRID = tuple(np.round(np.arange(0.10, 1.0 + 1e-9, 0.02), 2))
 # ... and of `chain`, the time each piece of a split tile adds while the pieces add into C in turn
 CHAIN_GRID_US = tuple(np.round(np.arange(0.0, 40.0 + 1e-9, 0.5), 2))
 # ... and of `ragged`, how much longer a tile takes on the checked copy path than on the 16-byte one
@@ -63,6 +63,9 @@ RAGGED_GRID = tuple(np.round(np.arange(0.0, 2.0 + 1e-9, 0.05), 2))
 # roofline: it is fitted, and offered, only where the shape's intensity (FLOPs per operand byte) is at
 # most this many times the ridge's. Past that, a shape has reuse for tiles to exploit.
 STREAMING_REACH = 2.0
+# No configuration is predicted faster than this much over the best rate (FLOP/s) it reached in the
+# record: per-candidate fits of two costs extrapolate badly from small shapes to large ones.
+CEILING_SLACK = 1.03
 # A configuration becomes a candidate when it was among its kernel's fastest few at a recorded shape.
 KEEP_PER_SHAPE = 3
 # How many other kernels' best options a plan names.
@@ -141,15 +144,19 @@ def _blocks_per_sm(spec: KernelSpec, params: Params, registers: int, static_smem
 
 
 def _features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
-              blocks_per_sm: int) -> tuple[float, float, bool, int, float]:
-    """(w, k, whether every block has an SM to itself where several could share one, the pieces in a
-    split tile's chain: 0 where none is split, the share of tiles on the checked copy path: 0 for
-    kernels with one path) for one launch, whose time the model takes as fixed + w (a + b k).
+              blocks_per_sm: int) -> tuple[float, float, bool, int, float, float]:
+    """(w, k, lone, the pieces in a split tile's chain: 0 where none is split, the share of tiles on the
+    checked copy path: 0 for kernels with one path, rest) for one launch, whose time the model takes as
+    fixed + waves(w, lone, rest) (a + b k): see `waves`.
 
-    For a kernel of tiles, w is the whole-tile times over the block slots (waves) and k a tile's K
-    steps: a is what a tile costs beyond its steps, b a step. A kernel that streams an operand
-    (spec.streams) is paced by DRAM as well as by its waves: w is the megabytes of its operands, and
-    w k its waves times a tile's K steps, so that a is the time per megabyte and b per step of a wave."""
+    For a kernel of tiles, w is the busiest SM's whole rounds of blocks (blocks_per_sm at a time) and
+    rest what its last round fills of a whole one (0: none); k is a block's K steps: a is what a block
+    costs beyond its steps, b a step. A round with few blocks takes less time than a full one, as
+    an SM is shared by fewer, but no less than `alone` of it. Where chapter 11's kernel splits a last
+    wave, w is the launcher's own count of whole-tile times over the block slots (spec.split_time) and
+    lone says every block has an SM to itself. A kernel that streams an operand (spec.streams) is paced
+    by DRAM as well as by its waves: w is the megabytes of its operands, and w k its waves times a
+    tile's K steps, so that a is the time per megabyte and b per step of a wave."""
     slots = sm_count * blocks_per_sm
     # a kernel that cuts every tile along K (spec.k_split) runs its pieces as tiles of their own
     tiles = spec.tiles(params, problem) * spec.k_split(params, problem)
@@ -159,11 +166,21 @@ def _features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
     blocks = tiles + split * (pieces - 1)
     lone = blocks_per_sm > 1 and blocks <= sm_count
     checked = 1 - spec.fast_tiles(params, problem) / spec.tiles(params, problem) if spec.fast_tiles else 0.0
-    waves = split_time(tiles, steps, slots, pieces, split)
     if spec.streams:
+        waves = split_time(tiles, steps, slots, pieces, split)
         megabytes = problem.operand_bytes / 1e6
-        return megabytes, waves * steps / megabytes, lone, 0, checked
-    return waves, steps, lone, pieces if split else 0, checked
+        return megabytes, waves * steps / megabytes, lone, 0, checked, 0.0
+    if split:
+        return split_time(tiles, steps, slots, pieces, split), steps, lone, pieces, checked, 0.0
+    rounds, last = divmod(-(-blocks // sm_count), blocks_per_sm)     # the busiest SM's blocks, in rounds
+    return float(rounds), steps, False, 0, checked, last / blocks_per_sm
+
+
+def waves(w, lone, rest, alone):
+    """The model's whole-round times of a launch, from _features' w, lone and rest (numbers or arrays):
+    w rounds, times `alone` where every block has an SM to itself, plus a last round filled `rest` of
+    the way, which takes `rest` of a round's time but no less than `alone`."""
+    return w * np.where(lone, alone, 1.0) + np.where(rest > 0, np.maximum(rest, alone), 0.0)
 
 
 def _fit_one(waves: np.ndarray, steps: np.ndarray, us: np.ndarray,
@@ -196,20 +213,23 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
             build = compile_kernel(kernel, params, arch)
             resources[key] = (build.resources.registers, build.resources.static_smem)
     data = []                   # per candidate: its rows' waves, K steps, blocks alone, times
+    rows_of = {}
     for kernel, params in configs:
         spec = registry.KERNELS[kernel]
         regs, smem = resources[config_key(kernel, params)]
         per_sm = _blocks_per_sm(spec, params, regs, smem, arch)
         mine = [r for r in rows if r["kernel"] == kernel and unsplit(spec, r["params"]) == params]
+        rows_of[(kernel, json.dumps(params, sort_keys=True))] = mine
         feats = [_features(spec, r["params"], Problem(*records.shape_key(r)), dev["sm_count"], per_sm) for r in mine]
         data.append((np.array([f[0] for f in feats]), np.array([f[1] for f in feats], dtype=float),
                      np.array([f[2] for f in feats]), np.array([f[3] for f in feats], dtype=float),
-                     np.array([f[4] for f in feats]), np.array([r["ms"] * 1e3 for r in mine])))
+                     np.array([f[4] for f in feats]), np.array([f[5] for f in feats]),
+                     np.array([r["ms"] * 1e3 for r in mine])))
 
     def total(launch_us: float, alone: float, chain_us: float, ragged: float) -> float:
-        return sum(_fit_one(w * np.where(lone, alone, 1.0) * (1 + ragged * checked), k, t,
+        return sum(_fit_one(waves(w, lone, rest, alone) * (1 + ragged * checked), k, t,
                             launch_us + chain_us * pieces)[2]
-                   for w, k, lone, pieces, checked, t in data)
+                   for w, k, lone, pieces, checked, rest, t in data)
     # launch and alone on their grid, then chain and ragged each on its own (each moves only some
     # rows: the split ones, the ragged ones), twice over
     launch, alone, chain, ragged = 0.0, 1.0, 0.0, 0.0
@@ -218,16 +238,35 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
         launch, alone = (float(x) for x in grid[int(np.argmin([total(*g, chain, ragged) for g in grid]))])
         chain = float(CHAIN_GRID_US[int(np.argmin([total(launch, alone, c, ragged) for c in CHAIN_GRID_US]))])
         ragged = float(RAGGED_GRID[int(np.argmin([total(launch, alone, chain, r) for r in RAGGED_GRID]))])
+    # each kernel's slow copy path costs what its own code costs (09-11 check every copy; 13 copies B
+    # 4 bytes at a time, unchecked): `ragged` per kernel, where its rows take that path at all
+    by_kernel = {}
+    for name in sorted({kernel for kernel, _ in configs}):
+        mine = [d for (kernel, _), d in zip(configs, data) if kernel == name]
+        if any(np.any(d[4] > 0) for d in mine):
+            by_kernel[name] = float(RAGGED_GRID[int(np.argmin([
+                sum(_fit_one(waves(w, lone, rest, alone) * (1 + r * checked), k, t, launch + chain * pieces)[2]
+                    for w, k, lone, pieces, checked, rest, t in mine) for r in RAGGED_GRID]))])
     candidates, errors = [], []
-    for (kernel, params), (w, k, lone, pieces, checked, t) in zip(configs, data):
-        w = w * np.where(lone, alone, 1.0) * (1 + ragged * checked)
+    for (kernel, params), (w0, k, lone, pieces, checked, rest, t) in zip(configs, data):
         fixed = launch + chain * pieces
+        ragged_k = by_kernel.get(kernel, ragged)
+        # how fast a block runs on an SM it shares with fewer than a full round depends on the
+        # configuration (64 threads alone are latency-bound, 256 are not): each candidate its own
+        # `alone`, on the same grid, where its rows have such rounds at all
+        own = alone
+        if np.any(lone) or np.any(rest > 0):
+            own = float(ALONE_GRID[int(np.argmin([_fit_one(waves(w0, lone, rest, x) * (1 + ragged_k * checked), k, t,
+                                                            fixed)[2] for x in ALONE_GRID]))])
+        w = waves(w0, lone, rest, own) * (1 + ragged_k * checked)
         a, b, _ = _fit_one(w, k, t, fixed)
         rel = (fixed + w * (a + b * k)) / t - 1
         errors += list(rel)
         regs, smem = resources[config_key(kernel, params)]
+        best_tflops = max(Problem(*records.shape_key(r)).flops / (r["ms"] * 1e9) for r in rows_of[(kernel, json.dumps(params, sort_keys=True))])
         candidates.append({"kernel": kernel, "params": params, "registers": regs, "static_smem": smem,
-                           "per_tile_us": a, "per_step_us": b, "rows": len(t),
+                           "per_tile_us": a, "per_step_us": b, "alone": own,
+                           "best_tflops": round(best_tflops, 3), "rows": len(t),
                            "worst_error": float(np.abs(rel).max())})
     errors = np.abs(np.array(errors))
     used = sorted({kernel for kernel, _ in configs})
@@ -242,6 +281,7 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
         "alone": alone,
         "chain_us": chain,
         "ragged": ragged,
+        "ragged_by_kernel": by_kernel,
         "fit": {"rows": int(errors.size), "median_error": float(np.median(errors)),
                 "worst_error": float(errors.max())},
         "candidates": candidates,
@@ -269,6 +309,8 @@ class Candidate:
     static_smem: int
     per_tile_us: float
     per_step_us: float
+    alone: float | None = None     # its own share of a round's time a lone block takes (None: the model's)
+    best_tflops: float | None = None   # the best rate it reached in the record (None: no ceiling)
 
 
 @dataclass(frozen=True)
@@ -282,6 +324,7 @@ class Model:
     ragged: float                  # a tile on the checked copy path takes 1 + ragged times as long
     candidates: tuple[Candidate, ...]
     dropped: tuple[str, ...]       # kernels left out: their code changed since the fit
+    ragged_by_kernel: dict = dataclasses.field(default_factory=dict)   # a kernel's own `ragged`, where fitted
 
     @property
     def label(self) -> str:
@@ -294,10 +337,11 @@ def load(path: Path) -> Model:
         changed = sorted(k for k, h in data["sources"].items()
                          if k not in registry.KERNELS or identity.code_hash(registry.KERNELS[k].path) != h)
         cands = tuple(Candidate(registry.KERNELS[c["kernel"]], c["params"], c["registers"], c["static_smem"],
-                                c["per_tile_us"], c["per_step_us"])
+                                c["per_tile_us"], c["per_step_us"], c.get("alone"), c.get("best_tflops"))
                       for c in data["candidates"] if c["kernel"] not in changed)
         return Model(path, data["device"], data["record"]["date"], float(data["launch_us"]), float(data["alone"]),
-                     float(data["chain_us"]), float(data["ragged"]), cands, tuple(changed))
+                     float(data["chain_us"]), float(data["ragged"]), cands, tuple(changed),
+                     {k: float(v) for k, v in data.get("ragged_by_kernel", {}).items()})
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise NotFitted(f"the fitted model {path} cannot be read ({exc}); restore it, or remake it from the "
                         f"record with `python -m gemmlab fit`") from None
@@ -452,10 +496,15 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> t
             except UnsupportedShape as exc:
                 refused.setdefault(spec.name, str(exc))
                 continue
-            waves, steps, lone, chained, checked = _features(spec, params, problem, dev["sm_count"], per_sm)
-            tile_us = (cand.per_tile_us + cand.per_step_us * steps) * scale * (1 + m.ragged * checked)
+            w, steps, lone, chained, checked, rest = _features(spec, params, problem, dev["sm_count"], per_sm)
+            tile_us = (cand.per_tile_us + cand.per_step_us * steps) * scale * \
+                (1 + m.ragged_by_kernel.get(spec.name, m.ragged) * checked)
             fixed = m.launch_us + m.chain_us * chained
-            found.append(Option(launch, fixed + waves * tile_us * (m.alone if lone else 1.0), memory_us))
+            alone = m.alone if cand.alone is None else cand.alone
+            compute_us = fixed + float(waves(w, lone, rest, alone)) * tile_us
+            if cand.best_tflops:                 # never faster than it ever ran (scaled to this GPU)
+                compute_us = max(compute_us, problem.flops / (cand.best_tflops * CEILING_SLACK / scale * 1e6))
+            found.append(Option(launch, compute_us, memory_us))
     runnable = {o.launch.spec.name for o in found}
     return found, [why for name, why in refused.items() if name not in runnable]
 
