@@ -108,3 +108,29 @@ def test_a_split_launch_has_a_block_per_piece():
 def test_regime_shapes_are_outside_the_suite():
     for shape in SPEC.regime_shapes:
         assert shape not in course.MATMUL_SUITE
+
+
+def _chapter_prose(heading: str) -> str:
+    import json
+    from pathlib import Path
+    nb = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "13_split_k.ipynb").read_text())
+    return " ".join("".join(next(c["source"] for c in nb["cells"] if "".join(c["source"]).startswith(heading))).split())
+
+
+def test_chapter_13s_words_on_its_regime_match_the_record():
+    """What the prose after gl.show_split_regime says of the table above it."""
+    from gemmlab import records
+    from gemmlab.lessons.chapter12 import _fastest_at_regime_shapes
+    prose = _chapter_prose("It is ahead of cuBLAS")
+    best = _fastest_at_regime_shapes(records.latest(), SPEC)
+    assert len(best) == len(SPEC.regime_shapes)
+    assert "It is ahead of cuBLAS at all of them but the 48-row shape, the one with the fewest rows" in prose
+    behind = [s for s, r in best.items() if r["ratio"] < 1]
+    assert behind == [min(best, key=lambda s: min(s[:2]))] and behind[0][0] == 48
+    assert "there 32-row tiles compute 64 rows for its 48" in prose and best[behind[0]]["params"]["BM"] == 32
+    assert "The shapes with few rows take the most pieces along $K$; the squares take none" in prose
+    pieces = {s: SPEC.k_split(SPEC.resolve(r["params"]), Problem(*s)) for s, r in best.items()}
+    few = [pieces[s] for s in pieces if min(s[:2]) <= 128]
+    squares = [pieces[s] for s in pieces if s[0] == s[1] == s[2]]
+    assert squares and all(p == 1 for p in squares) and min(few) >= max(p for s, p in pieces.items() if min(s[:2]) > 128)
+    assert min(few) > 1

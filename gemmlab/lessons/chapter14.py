@@ -1,0 +1,34 @@
+"""Chapter 14, the ladder: every kernel against cuBLAS over sizes and shapes."""
+from __future__ import annotations
+
+from .. import campaigns, course, plots, records, registry, source
+from .display import markdown, table
+
+
+def show_ladder_over_shapes() -> None:
+    """Every kernel at its best configuration at course.LADDER_PICK_SIZE, against cuBLAS over the
+    ladder's sizes and shapes (live on a GPU, else recorded)."""
+    src = source.here()
+    rows = src.campaign("ladder", "the ladder over sizes",
+                        lambda: campaigns.measure_ladder(source.record().data["results"]))
+    shapes = [tuple(s) for s in course.LADDER_SHAPES]
+    text = _ladder_table(rows, shapes) + "\n\nTFLOP/s (share of cuBLAS timed in the same run). *" + src.label + "*"
+    beside = src.beside_section("ladder", "the ladder over sizes")   # a GPU with no record of its own
+    if beside:
+        text += f"\n\nBeside it, {src.reference.label}:\n\n" + _ladder_table(beside, shapes)
+    markdown(text)
+    plots.ladder(rows, shapes, src.label, {name: spec.title for name, spec in registry.KERNELS.items()})
+
+
+def _ladder_table(rows: list[dict], shapes: list[tuple]) -> str:
+    by = {(r["kernel"], records.shape_key(r)): r for r in rows}
+    header = ["kernel", "configuration"] + [records.shape_label(s) for s in shapes]
+    body = []
+    for name, spec in registry.KERNELS.items():
+        cells = [by.get((name, s)) for s in shapes]
+        params = next((c["params"] for c in cells if c), None)
+        body.append([spec.title, spec.config_label(params) if params else "-"] +
+                    [f"{c['gflops'] / 1e3:.1f} ({c['ratio']:.0%})" if c else "-" for c in cells])
+    cublas = [next((r["cublas_gflops"] for r in rows if records.shape_key(r) == s), None) for s in shapes]
+    body.append(["cuBLAS FP32", "median over the runs"] + [f"{c / 1e3:.1f}" if c else "-" for c in cublas])
+    return table(header, body)
