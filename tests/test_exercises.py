@@ -84,6 +84,7 @@ def test_the_learners_copy_is_made_once_and_kept(workspace):
     assert path.with_suffix(".cu.bak").read_text() == "my work" and "TODO" in path.read_text()
 
 
+@pytest.mark.alone       # it times the solution against the chapter's kernel: the GPU to itself
 def test_the_command_line_checks_with_exit_status(capsys):
     assert main(["check", "03", "--solution"]) == 0
     assert main(["check", "03", "--starter"]) == 1

@@ -120,9 +120,9 @@ def _chapter_prose(heading: str) -> str:
 def test_chapter_13s_words_on_its_regime_match_the_record():
     """What the prose after gl.show_split_regime says of the table above it."""
     from gemmlab import records
-    from gemmlab.lessons.chapter12 import _fastest_at_regime_shapes
+    from gemmlab.lessons.chapter12 import fastest_at_regime_shapes
     prose = _chapter_prose("It is ahead of cuBLAS")
-    best = _fastest_at_regime_shapes(records.latest(), SPEC)
+    best = fastest_at_regime_shapes(records.latest(), SPEC)
     assert len(best) == len(SPEC.regime_shapes)
     assert "It is ahead of cuBLAS at all of them but the 48-row shape, the one with the fewest rows" in prose
     behind = [s for s, r in best.items() if r["ratio"] < 1]

@@ -16,7 +16,7 @@ def _dram_gbs(row: dict) -> float:
     return Problem(*records.shape_key(row)).operand_bytes / (row["ms"] * 1e-3) / 1e9
 
 
-def _fastest_at_regime_shapes(rec, spec) -> dict[tuple, dict]:
+def fastest_at_regime_shapes(rec, spec) -> dict[tuple, dict]:
     """The spec's fastest recorded configuration at each of its regime shapes the record holds."""
     rows = rec.results(spec.name)
     fastest = {}
@@ -35,7 +35,7 @@ def show_skinny_regime() -> None:
     rec = source.record()
     copy = rec.device.get("measured_copy_gbs")
     rows = []
-    for shape, best in _fastest_at_regime_shapes(rec, spec).items():
+    for shape, best in fastest_at_regime_shapes(rec, spec).items():
         rows.append([records.shape_label(shape), spec.changes_label(best["params"]) or "defaults",
                      f"{Problem(*shape).intensity:.2g}", f"{best['gflops'] / 1e3:.2f}", f"{best['cublas_gflops'] / 1e3:.2f}",
                      f"{best['ratio']:.2f}", f"{_dram_gbs(best):,.0f}" + (f" ({_dram_gbs(best) / copy:.0%})" if copy else "")])
@@ -54,7 +54,7 @@ def show_skinny_roofline() -> None:
     rec = source.record()
     peak, bandwidth = source.ceilings()
     points = []
-    for shape, best in _fastest_at_regime_shapes(rec, spec).items():
+    for shape, best in fastest_at_regime_shapes(rec, spec).items():
         x = Problem(*shape).intensity
         points += [(records.shape_label(shape), x, best["gflops"]),
                    (f"cuBLAS {records.shape_label(shape)}", x, best["cublas_gflops"])]

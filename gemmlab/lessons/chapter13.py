@@ -3,7 +3,7 @@ shape among every chapter's kernels."""
 from __future__ import annotations
 
 from .. import dispatch, library, plan, plots, records, registry, source, widgets
-from .chapter12 import _fastest_at_regime_shapes
+from .chapter12 import fastest_at_regime_shapes
 from .display import markdown, table
 
 
@@ -15,22 +15,21 @@ def _split_kernel():
 
 def show_split_regime() -> None:
     """This chapter's kernel at each of its regime shapes (small grids, ragged edges; none of them in the
-    suite): its fastest recorded configuration there, how many blocks that launches for how many slots,
-    its speed, and cuBLAS's in the same run."""
+    suite): its fastest recorded configuration there, how many blocks that launches (tiles times pieces),
+    how it copies B, its speed, and cuBLAS's in the same run."""
     spec = _split_kernel()
     rec = source.record()
     rows = []
-    for shape, best in _fastest_at_regime_shapes(rec, spec).items():
+    for shape, best in fastest_at_regime_shapes(rec, spec).items():
         launch = plan.launch(*shape, kernel=spec, params=best["params"])
         rows.append([records.shape_label(shape), spec.changes_label(best["params"]) or "defaults",
-                     f"{launch.tiles:,} x {launch.k_split}", f"{launch.slots:,}",
+                     f"{launch.tiles:,} x {launch.k_split}",
                      "16 bytes" if launch.fast_tiles == launch.tiles else "4 bytes",
                      f"{best['gflops'] / 1e3:.2f}", f"{best['cublas_gflops'] / 1e3:.2f}", f"{best['ratio']:.2f}"])
     markdown(table(["M x N x K", "fastest configuration (against the defaults)", "tiles x pieces along K",
-                    "block slots", "copies of B", "TFLOP/s", "cuBLAS TFLOP/s", "ratio"], rows)
+                    "copies of B", "TFLOP/s", "cuBLAS TFLOP/s", "ratio"], rows)
              + f"\n\n{spec.name}'s fastest of the configurations the sliders offer at each shape, validated, then "
-               f"timed interleaved with cuBLAS FP32 in the same run. Block slots: SMs times the blocks of that "
-               f"configuration an SM holds. *{rec.label}*")
+               f"timed interleaved with cuBLAS FP32 in the same run. *{rec.label}*")
 
 
 def show_plans(shapes: list[tuple[int, int, int]]) -> None:
