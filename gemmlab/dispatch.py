@@ -5,23 +5,22 @@ comes from the shape's features, through a model of a launch's time fitted to me
 configuration c of a kernel:
 
     compute time = launch + chain x pieces
-                   + waves x (per_tile_c + per_step_c x K steps) x alone x (1 + ragged x checked)
+                   + rounds x (per_tile_c + per_step_c x K steps) x (1 + ragged_kernel x checked)
     memory time  = launch + operand bytes / DRAM bandwidth        (the roofline's other side)
-    time         = the larger of the two
+    time         = the larger of the two, and of FLOPs over 1.03 x the best rate c reached in the record
 
-* `waves` is the launcher's own count of whole-tile times over the GPU's block slots
-  (spec.split_time): tiles per wave, the loss of a last partial wave, and tiles split along K where
-  a kernel can split them (every split its tunable offers is tried).
-* `K steps` is K per block, in the kernel's K tiles; `per_tile` is what a tile costs beyond them
+* `rounds` is the busiest SM's blocks in rounds of the blocks an SM holds; a last partial round takes
+  its share of a round, but no less than `alone_c` (see `waves`). Chapter 11's split of a last wave is
+  counted by the launcher's own estimate (spec.split_time); a tile cut along K by chapter 13's SPLIT
+  is that many blocks, each with its share of the K steps.
+* `K steps` is K per block, in the kernel's K tiles; `per_tile` is what a block costs beyond them
   (filling the pipeline, the epilogue).
-* `alone` is 1, except for a configuration that fits several blocks on an SM launched with no more
-  blocks than SMs: each block then has an SM to itself and runs faster than when it shares one.
-* `chain` is what each piece of a split tile adds (the pieces add into C one after another;
-  `pieces` is 0 where nothing is split); `checked` is the share of tiles on the checked 4-byte copy
-  path (plan.Launch.fast_tiles), and `ragged` how much longer such a tile takes.
+* `chain` is what each piece of chapter 11's split tiles adds (the pieces add into C one after another;
+  `pieces` is 0 where nothing is split); `checked` is the share of tiles on a kernel's slow copy path
+  (plan.Launch.fast_tiles), and `ragged_kernel` how much longer such a tile takes, fitted per kernel.
 * Alignment decides which kernels may run at all (16-byte rows, aligned pointers) and which copy
-  path their tiles take (plan.Launch.fast_tiles); operand bytes against L2 and the ridge decide
-  which side of the roofline the shape is on.
+  path their tiles take; operand bytes against L2 and the ridge decide which side of the roofline
+  the shape is on.
 
 `launch`, `alone`, `chain`, `ragged`, `per_tile` and `per_step` are fitted, by least squares on
 relative error, to the record's autotuner data: every configuration the chapters' sliders offer,
