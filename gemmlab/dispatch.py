@@ -212,13 +212,13 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
             build = compile_kernel(kernel, params, arch)
             resources[key] = (build.resources.registers, build.resources.static_smem)
     data = []                   # per candidate: its rows' waves, K steps, blocks alone, times
-    rows_of = {}
+    best_rates = []             # per candidate: the best rate (TFLOP/s) its rows reached
     for kernel, params in configs:
         spec = registry.KERNELS[kernel]
         regs, smem = resources[config_key(kernel, params)]
         per_sm = _blocks_per_sm(spec, params, regs, smem, arch)
         mine = [r for r in rows if r["kernel"] == kernel and unsplit(spec, r["params"]) == params]
-        rows_of[(kernel, json.dumps(params, sort_keys=True))] = mine
+        best_rates.append(max(Problem(*records.shape_key(r)).flops / (r["ms"] * 1e9) for r in mine))
         feats = [_features(spec, r["params"], Problem(*records.shape_key(r)), dev["sm_count"], per_sm) for r in mine]
         data.append((np.array([f[0] for f in feats]), np.array([f[1] for f in feats], dtype=float),
                      np.array([f[2] for f in feats]), np.array([f[3] for f in feats], dtype=float),
@@ -247,7 +247,7 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
                 sum(_fit_one(waves(w, lone, rest, alone) * (1 + r * checked), k, t, launch + chain * pieces)[2]
                     for w, k, lone, pieces, checked, rest, t in mine) for r in RAGGED_GRID]))])
     candidates, errors = [], []
-    for (kernel, params), (w0, k, lone, pieces, checked, rest, t) in zip(configs, data):
+    for (kernel, params), (w0, k, lone, pieces, checked, rest, t), best_tflops in zip(configs, data, best_rates):
         fixed = launch + chain * pieces
         ragged_k = by_kernel.get(kernel, ragged)
         # how fast a block runs on an SM it shares with fewer than a full round depends on the
@@ -262,7 +262,6 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
         rel = (fixed + w * (a + b * k)) / t - 1
         errors += list(rel)
         regs, smem = resources[config_key(kernel, params)]
-        best_tflops = max(Problem(*records.shape_key(r)).flops / (r["ms"] * 1e9) for r in rows_of[(kernel, json.dumps(params, sort_keys=True))])
         candidates.append({"kernel": kernel, "params": params, "registers": regs, "static_smem": smem,
                            "per_tile_us": a, "per_step_us": b, "alone": own,
                            "best_tflops": round(best_tflops, 3), "rows": len(t),

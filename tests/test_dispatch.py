@@ -12,6 +12,7 @@ import pytest
 
 from gemmlab import arch, dispatch, records, registry
 from gemmlab.spec import BadProblem, Problem
+from prose import chapter_prose
 
 H100 = {"name": "NVIDIA H100 80GB HBM3", "arch": "sm_90", "sm_count": 132, "clock_mhz": 1980.0,
         "fp32_lanes_per_sm": 128, "l2_bytes": 50 * 2**20, "peak_fp32_tflops": 66.9, "dram_gbs": 3352.3,
@@ -55,6 +56,8 @@ def test_the_frozen_model_is_the_fit_of_the_shipped_record(frozen):
     for new, old in zip(again["candidates"], data["candidates"]):
         assert new["per_tile_us"] == pytest.approx(old["per_tile_us"], rel=1e-9, abs=1e-9)
         assert new["per_step_us"] == pytest.approx(old["per_step_us"], rel=1e-9)
+        assert (new["alone"], new["best_tflops"]) == (old["alone"], old["best_tflops"])
+    assert again["ragged_by_kernel"] == data["ragged_by_kernel"]
     # 4.1% before chapter 12's kernel joined; its rows (paced by DRAM) fit less closely (docs/dispatch.md)
     assert again["fit"]["median_error"] < 0.07, "the model reproduces the timings it was fitted to"
     assert not m.dropped, "no kernel changed since the fit"
@@ -227,18 +230,10 @@ def test_the_command_line_plans_and_refuses_with_a_sentence():
     assert both.returncode == 2 and "--ld goes with" in both.stderr
 
 
-def _chapter_13_prose(heading: str) -> str:
-    """The markdown cell of chapter 13 that starts with `heading`, its lines joined by spaces."""
-    from pathlib import Path
-    nb = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "13_split_k.ipynb").read_text())
-    return " ".join("".join(next(c["source"] for c in nb["cells"]
-                                 if "".join(c["source"]).startswith(heading))).split())
-
-
 def test_chapter_13s_words_on_the_plans_match_them():
     """The prose before gl.show_plans in chapter 13 states what the plans do; the plans must bear it out."""
     from gemmlab import course
-    prose = _chapter_13_prose("## One plan per shape")
+    prose = chapter_prose("13_split_k", "## One plan per shape")
     assert "at three sizes" in prose and len(course.EXPLORER_SIZES) == 3
     shapes = course.DISPATCH_TRAINING_SHAPES
     assert "48 shapes, half of them ragged, and 32 skinny ones" in prose and len(shapes) == 80
@@ -274,7 +269,7 @@ def test_chapter_13s_words_on_the_measured_suite_match_the_record():
     over twice cuBLAS at M = 4 and within 10% at M = 1, and which shapes the rows still under 0.9 have (all
     printed under the table; its host-time sentence is .ci/matmul-overhead's measurement: docs/dispatch.md)."""
     from gemmlab import library
-    prose = _chapter_13_prose("## Measured: gemmlab")
+    prose = chapter_prose("13_split_k", "## Measured: gemmlab")
     rows = records.latest().data["matmul_suite"]
     groups = list(library.suite_groups(rows).values())
     table = library.suite_table(rows)

@@ -2,8 +2,10 @@
 streams an operand."""
 import pytest
 
-from gemmlab import bench, course, dispatch, plan, registry
+from gemmlab import bench, course, dispatch, plan, records, registry
+from gemmlab.lessons.chapter12 import fastest_at_regime_shapes
 from gemmlab.spec import Problem
+from prose import chapter_prose
 
 SPEC = registry.KERNELS["12_skinny"]
 
@@ -75,25 +77,12 @@ def test_a_streaming_kernel_is_offered_only_on_the_memory_bound_side():
     assert any(o.launch.spec.streams for o in found)
 
 
-def _chapter_prose(heading: str) -> str:
-    import json
-    from pathlib import Path
-    nb = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "12_skinny.ipynb").read_text())
-    return " ".join("".join(next(c["source"] for c in nb["cells"] if "".join(c["source"]).startswith(heading))).split())
-
-
-def _fastest_at_regime_shapes():
-    from gemmlab import records
-    rec = records.latest()
-    rows = rec.results(SPEC.name)
-    return rec, {shape: max((r for r in rows if records.shape_key(r) == shape), key=lambda r: r["gflops"])
-                 for shape in SPEC.regime_shapes}
-
-
 def test_chapter_12s_words_on_its_regime_match_the_record():
     """What the prose after gl.show_skinny_regime says of the table above it."""
-    prose = _chapter_prose("Where $M$ or $N$ is 1")
-    rec, best = _fastest_at_regime_shapes()
+    prose = chapter_prose("12_skinny", "Where $M$ or $N$ is 1")
+    rec = records.latest()
+    best = fastest_at_regime_shapes(rec, SPEC)
+    assert len(best) == len(SPEC.regime_shapes)
     copy = rec.device["measured_copy_gbs"]
     assert "about three quarters of a plain copy's bandwidth and is level with cuBLAS" in prose
     ones = [(s, r) for s, r in best.items() if min(s[:2]) == 1]
@@ -113,8 +102,7 @@ def test_chapter_12s_words_on_its_regime_match_the_record():
 def test_chapter_12s_words_on_its_profile_match_the_record():
     """At 4096^3 the streaming kernel moves many times the tiled kernel's bytes through L2 and DRAM,
     issues under half of its FFMAs per cycle, and runs at a fraction of cuBLAS."""
-    from gemmlab import records
-    prose = _chapter_prose("## Why it loses at squares")
+    prose = chapter_prose("12_skinny", "## Why it loses at squares")
     assert "the L2 and DRAM columns below are many times the tiled kernels'" in prose
     rec = records.latest()
     final = [s for s in rec.stalls() if s["kernel"] == "11_last_wave"]

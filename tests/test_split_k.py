@@ -2,8 +2,10 @@
 16 or 4 bytes at a time, and tiles split along K and summed from a workspace."""
 import pytest
 
-from gemmlab import bench, course, dispatch, plan, registry
+from gemmlab import bench, course, dispatch, plan, records, registry
+from gemmlab.lessons.chapter12 import fastest_at_regime_shapes
 from gemmlab.spec import Problem, UnsupportedShape
+from prose import chapter_prose
 
 SPEC = registry.KERNELS["13_split_k"]
 
@@ -110,18 +112,9 @@ def test_regime_shapes_are_outside_the_suite():
         assert shape not in course.MATMUL_SUITE
 
 
-def _chapter_prose(heading: str) -> str:
-    import json
-    from pathlib import Path
-    nb = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "13_split_k.ipynb").read_text())
-    return " ".join("".join(next(c["source"] for c in nb["cells"] if "".join(c["source"]).startswith(heading))).split())
-
-
 def test_chapter_13s_words_on_its_regime_match_the_record():
     """What the prose after gl.show_split_regime says of the table above it."""
-    from gemmlab import records
-    from gemmlab.lessons.chapter12 import fastest_at_regime_shapes
-    prose = _chapter_prose("It is ahead of cuBLAS")
+    prose = chapter_prose("13_split_k", "It is ahead of cuBLAS")
     best = fastest_at_regime_shapes(records.latest(), SPEC)
     assert len(best) == len(SPEC.regime_shapes)
     assert "It is ahead of cuBLAS at all of them but the 48-row shape, the one with the fewest rows" in prose
