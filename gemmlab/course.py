@@ -79,8 +79,23 @@ def _skinny_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int]
     return tuple(shapes)
 
 
+def _aligned_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
+    """Shapes drawn log-uniformly from 512 to 8192 per dimension, rounded to multiples of 8 but not of
+    128: rows that start 16-byte aligned, tiles that do not fit. Where a few edge tiles take a slow
+    copy path and the rest do not, by a seeded draw, none of them in the suite."""
+    import random
+    rng = random.Random(seed)
+    shapes = []
+    while len(shapes) < count:
+        shape = tuple(round(2 ** rng.uniform(9, 13) / 8) * 8 for _ in range(3))
+        if any(d % 128 for d in shape[:2]) and shape not in MATMUL_SUITE and shape not in shapes:
+            shapes.append(shape)
+    return tuple(shapes)
+
+
 # Where `record --matmul` times the plan's best few options (DISPATCH_TRIES of them) for the fit.
-DISPATCH_TRAINING_SHAPES = _training_shapes(48, seed=17) + _skinny_training_shapes(32, seed=12)
+DISPATCH_TRAINING_SHAPES = (_training_shapes(48, seed=17) + _skinny_training_shapes(32, seed=12)
+                            + _aligned_training_shapes(24, seed=23))
 DISPATCH_TRIES = 4
 # The grid of the final chapter's heatmap of gemmlab.matmul against cuBLAS (`record --matmul`): M and N
 # over these sizes, at each of these K; before dispatch (the final kernel at its defaults) and after.

@@ -17,7 +17,9 @@ configuration c of a kernel:
   (filling the pipeline, the epilogue).
 * `chain` is what each piece of chapter 11's split tiles adds (the pieces add into C one after another;
   `pieces` is 0 where nothing is split); `checked` is the share of tiles on a kernel's slow copy path
-  (plan.Launch.fast_tiles), and `ragged_kernel` how much longer such a tile takes, fitted per kernel.
+  (plan.Launch.fast_tiles), but no less than one of the busiest SM's blocks where any tile takes it
+  (in a launch of one round, one slow tile sets the time), and `ragged_kernel` how much longer such a
+  tile takes, fitted per copy path (kernels that share one share it).
 * Alignment decides which kernels may run at all (16-byte rows, aligned pointers) and which copy
   path their tiles take; operand bytes against L2 and the ridge decide which side of the roofline
   the shape is on.
@@ -65,6 +67,9 @@ STREAMING_REACH = 2.0
 # No configuration is predicted faster than this much over the best rate (FLOP/s) it reached in the
 # record: per-candidate fits of two costs extrapolate badly from small shapes to large ones.
 CEILING_SLACK = 1.03
+# A candidate's own `alone` is fitted only where at least this many of its rows have blocks alone on
+# an SM or a part-filled last round; with fewer, one row would set it (the model's `alone` is used).
+OWN_ALONE_ROWS = 3
 # A configuration becomes a candidate when it was among its kernel's fastest few at a recorded shape.
 KEEP_PER_SHAPE = 3
 # How many other kernels' best options a plan names.
@@ -137,6 +142,13 @@ def candidate_configs(rows: list[dict]) -> list[tuple[str, dict]]:
     return [keep[k] for k in sorted(keep)]
 
 
+def copy_path(spec: KernelSpec) -> str | None:
+    """Which slow copy path a kernel's checked tiles take, named by the rule that says which tiles take
+    it (spec.fast_tiles): kernels with one rule share one path's code. None: a kernel with one path."""
+    rule = spec.fast_tiles
+    return None if rule is None else f"{rule.__module__}.{rule.__qualname__}"
+
+
 def _blocks_per_sm(spec: KernelSpec, params: Params, registers: int, static_smem: int, arch: str) -> int:
     res = Resources(registers, static_smem, 0, 0, 0)
     return occupancy(res, spec.threads(params), arch, spec.dynamic_smem(params)).blocks_per_sm
@@ -144,8 +156,8 @@ def _blocks_per_sm(spec: KernelSpec, params: Params, registers: int, static_smem
 
 def _features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
               blocks_per_sm: int) -> tuple[float, float, bool, int, float, float]:
-    """(w, k, lone, the pieces in a split tile's chain: 0 where none is split, the share of tiles on the
-    checked copy path: 0 for kernels with one path, rest) for one launch, whose time the model takes as
+    """(w, k, lone, the pieces in a split tile's chain: 0 where none is split, the share of the busiest SM's
+    blocks on the checked copy path: 0 for kernels with one path, rest) for one launch, whose time the model takes as
     fixed + waves(w, lone, rest) (a + b k): see `waves`.
 
     For a kernel of tiles, w is the busiest SM's whole rounds of blocks (blocks_per_sm at a time) and
@@ -165,6 +177,10 @@ def _features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
     blocks = tiles + split * (pieces - 1)
     lone = blocks_per_sm > 1 and blocks <= sm_count
     checked = 1 - spec.fast_tiles(params, problem) / spec.tiles(params, problem) if spec.fast_tiles else 0.0
+    if checked:
+        # the busiest SM decides: where some tiles are checked, it runs at least one of them among its
+        # blocks (one of them, in a launch of one round, decides the launch's time)
+        checked = max(checked, min(1.0, slots / blocks))
     if spec.streams:
         waves = split_time(tiles, steps, slots, pieces, split)
         megabytes = problem.operand_bytes / 1e6
@@ -237,24 +253,27 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
         launch, alone = (float(x) for x in grid[int(np.argmin([total(*g, chain, ragged) for g in grid]))])
         chain = float(CHAIN_GRID_US[int(np.argmin([total(launch, alone, c, ragged) for c in CHAIN_GRID_US]))])
         ragged = float(RAGGED_GRID[int(np.argmin([total(launch, alone, chain, r) for r in RAGGED_GRID]))])
-    # each kernel's slow copy path costs what its own code costs (09-11 check every copy; 13 copies B
-    # 4 bytes at a time, unchecked): `ragged` per kernel, where its rows take that path at all
+    # each slow copy path costs what its own code costs (10 and 11 check every copy, with one rule for
+    # which tiles do; 13 copies B 4 bytes at a time, unchecked): `ragged` per copy path, fitted to the rows
+    # of every kernel that shares it, where they take that path at all; kept per kernel
     by_kernel = {}
-    for name in sorted({kernel for kernel, _ in configs}):
-        mine = [d for (kernel, _), d in zip(configs, data) if kernel == name]
+    for path in sorted({copy_path(registry.KERNELS[kernel]) for kernel, _ in configs} - {None}):
+        names = sorted({kernel for kernel, _ in configs if copy_path(registry.KERNELS[kernel]) == path})
+        mine = [d for (kernel, _), d in zip(configs, data) if kernel in names]
         if any(np.any(d[4] > 0) for d in mine):
-            by_kernel[name] = float(RAGGED_GRID[int(np.argmin([
+            r_path = float(RAGGED_GRID[int(np.argmin([
                 sum(_fit_one(waves(w, lone, rest, alone) * (1 + r * checked), k, t, launch + chain * pieces)[2]
                     for w, k, lone, pieces, checked, rest, t in mine) for r in RAGGED_GRID]))])
+            by_kernel.update({name: r_path for name in names})
     candidates, errors = [], []
     for (kernel, params), (w0, k, lone, pieces, checked, rest, t), best_tflops in zip(configs, data, best_rates):
         fixed = launch + chain * pieces
         ragged_k = by_kernel.get(kernel, ragged)
         # how fast a block runs on an SM it shares with fewer than a full round depends on the
         # configuration (64 threads alone are latency-bound, 256 are not): each candidate its own
-        # `alone`, on the same grid, where its rows have such rounds at all
+        # `alone`, on the same grid, where enough of its rows have such rounds
         own = alone
-        if np.any(lone) or np.any(rest > 0):
+        if np.count_nonzero(lone | (rest > 0)) >= OWN_ALONE_ROWS:
             own = float(ALONE_GRID[int(np.argmin([_fit_one(waves(w0, lone, rest, x) * (1 + ragged_k * checked), k, t,
                                                             fixed)[2] for x in ALONE_GRID]))])
         w = waves(w0, lone, rest, own) * (1 + ragged_k * checked)
@@ -423,8 +442,6 @@ class Plan:
                      f"alignment: rows of {p.lda}, {p.ldb} and {p.ldc} floats (A, B, C) are not all 16-byte multiples")
         if ch.fast_tiles is not None:
             alignment += f"; {ch.fast_tiles:,} of {ch.tiles:,} tiles take the 16-byte copy path"
-            if ch.fast_tiles < ch.tiles:
-                alignment += " (the record times no shape off that path: the prediction leaves its cost out)"
         fits = "within" if ch.operand_bytes <= ch.l2_bytes else "over"
         side = "memory-bound" if ch.intensity < ch.ridge else "compute-bound"
         size = (f"bytes: operands {ch.operand_bytes / 1e6:,.1f} MB, {fits} the {ch.l2_bytes / 2**20:.0f} MiB L2; "

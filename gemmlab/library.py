@@ -189,19 +189,27 @@ def measure_suite(shapes, reps: int, progress: bool = True) -> list[dict]:
 
 
 def measure_training(shapes, tries: int, progress: bool = True) -> list[dict]:
-    """At each shape, the plan's `tries` best options by the model, each validated then timed against
-    cuBLAS: what the model is refitted on (dispatch.training_rows), where its choices are made."""
+    """At each shape, the plan's `tries` best options by the model, and the best option of each of up to
+    dispatch.RUNNERS_UP kernels those leave out, each validated then timed against cuBLAS: what the
+    model is refitted on (dispatch.training_rows), where its choices are made. The other kernels' best
+    are there for the model's mistakes against them: a kernel it under-rates is otherwise never timed."""
     from tqdm.auto import tqdm
     dev, gpu = dispatch.device_facts()
     m = dispatch.model(dev["name"])
     jobs = []
     for shape in shapes:
         found, _ = dispatch.options(m, Problem(*shape), dev, gpu, True)
+        ranked = sorted(found, key=lambda o: (o.predicted_us, o.label))
         seen = []
-        for o in sorted(found, key=lambda o: (o.predicted_us, o.label)):
+        for o in ranked:
             if len(seen) < tries and (o.launch.spec, o.launch.params) not in seen:
                 seen.append((o.launch.spec, o.launch.params))
-        jobs += [(spec, params, shape) for spec, params in seen]
+        kernels, others = {spec.name for spec, _ in seen}, []
+        for o in ranked:
+            if o.launch.spec.name not in kernels and len(others) < dispatch.RUNNERS_UP:
+                kernels.add(o.launch.spec.name)
+                others.append((o.launch.spec, o.launch.params))
+        jobs += [(spec, params, shape) for spec, params in seen + others]
     return [bench.bench(spec, params, shape, budget_s=0.25).as_row()
             for spec, params, shape in tqdm(jobs, desc="gemmlab.matmul's training shapes", disable=not progress)]
 

@@ -1,6 +1,6 @@
 """Chapter 09: 08's warp tiling fed by cp.async copies through a STAGES-deep pipeline."""
 from ..spec import Evidence, Exercise, KernelSpec
-from .pipelined import kernel_fields, params, rules
+from .pipelined import fast_tiles, kernel_fields, params, rules
 
 # 128 x 128 tiles of eight 32 x 64 warp tiles: 64 accumulators a thread, so a cap of 128 registers
 # (two blocks per SM) leaves room for operands. The chapter's MINB experiment runs on them.
@@ -11,7 +11,7 @@ SPEC = KernelSpec(
     technique="08's warp tiling fed by cp.async copies through a STAGES-deep shared-memory pipeline",
     params=params(),
     rules=rules(),
-    **kernel_fields(),
+    **kernel_fields(), fast_tiles=fast_tiles,
     steps=(("128 x 128 tiles, registers as the compiler likes (MINB=1)", {**_HALF_TILES, "MINB": 1}),
            ("128 x 128 tiles, registers capped for two blocks per SM (MINB=2)", {**_HALF_TILES, "MINB": 2}),
            ("128 x 256 tiles, one block per SM: two stages", {"STAGES": 2}),

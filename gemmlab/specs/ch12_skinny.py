@@ -32,7 +32,7 @@ SPEC = KernelSpec(
               slider=(1, 4, 8)),
         Param("LANES", (2, 4, 8, 16, 32), 8,
               "lanes side by side on one row: of B, 4 columns each (SIDE 0); of A, along K (SIDE 1)",
-              slider=(4, 8, 16, 32)),
+              slider=(2, 4, 8, 16, 32)),
         Param("THREADS", (64, 128, 256), 256, "threads a block", slider=(256,)),
         Param("UNROLL", (1, 2, 4), 4, "16-byte loads of the streamed operand each thread has in flight (x 4 for SIDE 0)",
               slider=(2, 4)),
@@ -49,7 +49,7 @@ SPEC = KernelSpec(
     # skinny shapes, none of them in issue 17's suite: where the record times the sliders' configurations
     # besides the squares, so that the plan's fit sees this kernel where it is meant to run
     regime_shapes=((1, 8192, 2048), (8, 4096, 2048), (48, 6144, 2048), (128, 2048, 4096),
-                   (2048, 1, 8192), (8192, 16, 1024)),
+                   (2048, 1, 8192), (8192, 16, 1024), (6144, 6, 3072)),
     static_smem=_smem,
     # steps: from one row a block, each thread with one load in flight, to the defaults
     steps=(("one row a block, one 16-byte load of B in flight a thread", {"EDGE": 1, "UNROLL": 1}),

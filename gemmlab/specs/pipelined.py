@@ -92,12 +92,13 @@ def spread_rule() -> Rule:
 
 
 def fast_tiles(p, problem: Problem) -> int:
-    """Tiles whose block copies B 16 bytes at a time (10's and 11's `INTERIOR ? inside : b_aligned`):
-    B's rows must start 16-byte aligned (ldb a multiple of 4 floats); with INTERIOR only tiles wholly
-    inside M and N, with K a multiple of BK, take that path. The rest take the checked 4-byte copies."""
+    """Tiles whose block copies B 16 bytes at a time (09's `b_aligned`, 10's and 11's `INTERIOR ? inside :
+    b_aligned`: one copy code, 09's): B's rows must start 16-byte aligned (ldb a multiple of 4 floats);
+    with INTERIOR (10, 11) only tiles wholly inside M and N, with K a multiple of BK, take that path. The
+    rest take the checked 4-byte copies."""
     if problem.ldb % 4:
         return 0
-    if not p["INTERIOR"]:
+    if not p.get("INTERIOR", 0):
         return -(-problem.M // p["BM"]) * -(-problem.N // p["BN"])
     if problem.K % p["BK"] or max(problem.lda, problem.ldb) >= 1 << 23:
         return 0
