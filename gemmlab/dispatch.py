@@ -253,8 +253,8 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
         launch, alone = (float(x) for x in grid[int(np.argmin([total(*g, chain, ragged) for g in grid]))])
         chain = float(CHAIN_GRID_US[int(np.argmin([total(launch, alone, c, ragged) for c in CHAIN_GRID_US]))])
         ragged = float(RAGGED_GRID[int(np.argmin([total(launch, alone, chain, r) for r in RAGGED_GRID]))])
-    # each slow copy path costs what its own code costs (10 and 11 check every copy, with one rule for
-    # which tiles do; 13 copies B 4 bytes at a time, unchecked): `ragged` per copy path, fitted to the rows
+    # each slow copy path costs what its own code costs (09-11 share 09's checked copies and one rule for
+    # which tiles take them; 13 copies B 4 bytes at a time, unchecked): `ragged` per copy path, fitted to the rows
     # of every kernel that shares it, where they take that path at all; kept per kernel
     by_kernel = {}
     for path in sorted({copy_path(registry.KERNELS[kernel]) for kernel, _ in configs} - {None}):

@@ -328,3 +328,34 @@ def test_the_readme_on_the_measured_suite_matches_the_record():
     assert {(r["M"], r["N"], r["K"]) for r in rows if r["ratio"] < 0.9} == \
         {(2049, 2049, 2049), (64, 4096, 4096), (1024, 1024, 32768)}
     assert [r["ratio"] > 1 for r in rows if r["N"] == 8] == [True]
+
+
+def test_kernels_that_share_a_copy_code_share_a_copy_path():
+    """09-11 check their copies with 09's code and one rule for which tiles take it: one `ragged` for the
+    three in the fit; 13's 4-byte copies are its own; kernels with one path have none."""
+    paths = {name: dispatch.copy_path(registry.KERNELS[name])
+             for name in ("08_warp_tiling", "09_pipeline", "10_issue_rate", "11_last_wave", "13_split_k")}
+    assert paths["08_warp_tiling"] is None
+    assert paths["09_pipeline"] == paths["10_issue_rate"] == paths["11_last_wave"] != paths["13_split_k"]
+    # 09 takes the 16-byte path wherever B's rows are 16-byte multiples, whatever the edges
+    spec, d = registry.KERNELS["09_pipeline"], registry.KERNELS["09_pipeline"].defaults
+    assert spec.fast_tiles(d, Problem(1000, 1000, 1000)) == spec.tiles(d, Problem(1000, 1000, 1000))
+    assert spec.fast_tiles(d, Problem(1000, 1001, 1000)) == 0
+
+
+def test_one_slow_tile_on_the_busiest_sm_is_counted_whole():
+    """Where a few edge tiles take the slow path in a launch of about one round, the busiest SM runs one of
+    them: the share `checked` is at least the busiest SM's one block in its rounds, and all of it where
+    the launch is one round or less; every tile checked stays 1; none stays 0."""
+    spec = registry.KERNELS["11_last_wave"]
+    params = {**spec.defaults, "BM": 128, "BN": 128, "SPLIT": 1}
+    one_round = Problem(2000, 2000, 2000)            # 256 tiles, 31 on the checked path, on 264 slots
+    tiles, fast = spec.tiles(params, one_round), spec.fast_tiles(params, one_round)
+    assert 0 < fast < tiles and tiles <= 132 * 2
+    assert dispatch._features(spec, params, one_round, 132, 2)[4] == 1.0
+    many = Problem(8000, 8000, 2000)                 # 3,969 tiles, 125 checked, about 15 rounds
+    share = dispatch._features(spec, params, many, 132, 2)[4]
+    tiles, fast = spec.tiles(params, many), spec.fast_tiles(params, many)
+    assert (tiles - fast) / tiles < share == pytest.approx(132 * 2 / tiles)
+    assert dispatch._features(spec, params, Problem(1001, 1001, 1001), 132, 2)[4] == 1.0
+    assert dispatch._features(spec, params, Problem(4096, 4096, 4096), 132, 2)[4] == 0.0
