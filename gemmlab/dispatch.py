@@ -74,6 +74,11 @@ OWN_ALONE_ROWS = 3
 KEEP_PER_SHAPE = 3
 # How many other kernels' best options a plan names.
 RUNNERS_UP = 3
+# Peeling: where M (or N) lies at most PEEL_MAX past a multiple of PEEL_TILE, the plan may run that multiple
+# (the core, whole tiles of up to 128, in fewer waves) and the few rows (columns) left as a strip of their own,
+# a thin product the memory-bound kernels take; it does where the model says the parts together are faster.
+PEEL_TILE = 128
+PEEL_MAX = 32
 # The most rows of C one launch takes: CUDA's 65,535 block rows of the smallest tile any kernel has (8
 # rows). gemmlab.matmul runs a taller product in launches of this many rows.
 ROWS_PER_LAUNCH = 65535 * 8
@@ -158,7 +163,7 @@ def _features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
               blocks_per_sm: int) -> tuple[float, float, bool, int, float, float]:
     """(w, k, lone, the pieces in a split tile's chain: 0 where none is split, the share of the busiest SM's
     blocks on the checked copy path: 0 for kernels with one path, rest) for one launch, whose time the model takes as
-    fixed + waves(w, lone, rest) (a + b k): see `waves`.
+    fixed + waves(w, lone, rest, alone, blocks_per_sm) (a + b k): see `waves`.
 
     For a kernel of tiles, w is the busiest SM's whole rounds of blocks (blocks_per_sm at a time) and
     rest what its last round fills of a whole one (0: none); k is a block's K steps: a is what a block
@@ -191,11 +196,16 @@ def _features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
     return float(rounds), steps, False, 0, checked, last / blocks_per_sm
 
 
-def waves(w, lone, rest, alone):
+def waves(w, lone, rest, alone, per_sm: int):
     """The model's whole-round times of a launch, from _features' w, lone and rest (numbers or arrays):
     w rounds, times `alone` where every block has an SM to itself, plus a last round filled `rest` of
-    the way, which takes `rest` of a round's time but no less than `alone`."""
-    return w * np.where(lone, alone, 1.0) + np.where(rest > 0, np.maximum(rest, alone), 0.0)
+    the way (rest x per_sm blocks on the busiest SM). A block alone takes `alone` of a full round's
+    time, per_sm of them a whole one, and the counts between lie on the line between the two: an SM
+    shared by fewer blocks hides less latency, so it does not run them in their share of a round."""
+    alone = np.maximum(alone, 1.0 / per_sm)          # no block runs faster than a whole SM lets it
+    last = np.asarray(rest) * per_sm
+    between = alone + (1.0 - alone) * (last - 1.0) / max(per_sm - 1, 1)
+    return w * np.where(lone, alone, 1.0) + np.where(last > 0, between, 0.0)
 
 
 def _fit_one(waves: np.ndarray, steps: np.ndarray, us: np.ndarray,
@@ -239,12 +249,12 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
         data.append((np.array([f[0] for f in feats]), np.array([f[1] for f in feats], dtype=float),
                      np.array([f[2] for f in feats]), np.array([f[3] for f in feats], dtype=float),
                      np.array([f[4] for f in feats]), np.array([f[5] for f in feats]),
-                     np.array([r["ms"] * 1e3 for r in mine])))
+                     np.array([r["ms"] * 1e3 for r in mine]), per_sm))
 
     def total(launch_us: float, alone: float, chain_us: float, ragged: float) -> float:
-        return sum(_fit_one(waves(w, lone, rest, alone) * (1 + ragged * checked), k, t,
+        return sum(_fit_one(waves(w, lone, rest, alone, per_sm) * (1 + ragged * checked), k, t,
                             launch_us + chain_us * pieces)[2]
-                   for w, k, lone, pieces, checked, rest, t in data)
+                   for w, k, lone, pieces, checked, rest, t, per_sm in data)
     # launch and alone on their grid, then chain and ragged each on its own (each moves only some
     # rows: the split ones, the ragged ones), twice over
     launch, alone, chain, ragged = 0.0, 1.0, 0.0, 0.0
@@ -262,27 +272,33 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
         mine = [d for (kernel, _), d in zip(configs, data) if kernel in names]
         if any(np.any(d[4] > 0) for d in mine):
             r_path = float(RAGGED_GRID[int(np.argmin([
-                sum(_fit_one(waves(w, lone, rest, alone) * (1 + r * checked), k, t, launch + chain * pieces)[2]
-                    for w, k, lone, pieces, checked, rest, t in mine) for r in RAGGED_GRID]))])
+                sum(_fit_one(waves(w, lone, rest, alone, per_sm) * (1 + r * checked), k, t, launch + chain * pieces)[2]
+                    for w, k, lone, pieces, checked, rest, t, per_sm in mine) for r in RAGGED_GRID]))])
             by_kernel.update({name: r_path for name in names})
     candidates, errors = [], []
-    for (kernel, params), (w0, k, lone, pieces, checked, rest, t), best_tflops in zip(configs, data, best_rates):
+    for (kernel, params), (w0, k, lone, pieces, checked, rest, t, per_sm), best_tflops in zip(configs, data, best_rates):
         fixed = launch + chain * pieces
         ragged_k = by_kernel.get(kernel, ragged)
         # how fast a block runs on an SM it shares with fewer than a full round depends on the
         # configuration (64 threads alone are latency-bound, 256 are not): each candidate its own
         # `alone`, on the same grid, where enough of its rows have such rounds
-        own = alone
-        if np.count_nonzero(lone | (rest > 0)) >= OWN_ALONE_ROWS:
-            own = float(ALONE_GRID[int(np.argmin([_fit_one(waves(w0, lone, rest, x) * (1 + ragged_k * checked), k, t,
-                                                            fixed)[2] for x in ALONE_GRID]))])
-        w = waves(w0, lone, rest, own) * (1 + ragged_k * checked)
+        own, own_chain = alone, chain
+        alones = ALONE_GRID if np.count_nonzero(lone | (rest > 0)) >= OWN_ALONE_ROWS else (alone,)
+        # and its own `chain` where enough of its launches split every tile (where only a last wave is split,
+        # the chain hides behind the other tiles and says nothing)
+        chains = CHAIN_GRID_US if np.count_nonzero(lone & (pieces > 0)) >= OWN_ALONE_ROWS else (chain,)
+        if len(alones) > 1 or len(chains) > 1:
+            grid = [(x, c) for x in alones for c in chains]
+            own, own_chain = grid[int(np.argmin([_fit_one(waves(w0, lone, rest, x, per_sm) * (1 + ragged_k * checked),
+                                                          k, t, launch + c * pieces)[2] for x, c in grid]))]
+        fixed = launch + own_chain * pieces
+        w = waves(w0, lone, rest, own, per_sm) * (1 + ragged_k * checked)
         a, b, _ = _fit_one(w, k, t, fixed)
         rel = (fixed + w * (a + b * k)) / t - 1
         errors += list(rel)
         regs, smem = resources[config_key(kernel, params)]
         candidates.append({"kernel": kernel, "params": params, "registers": regs, "static_smem": smem,
-                           "per_tile_us": a, "per_step_us": b, "alone": own,
+                           "per_tile_us": a, "per_step_us": b, "alone": own, "chain_us": own_chain,
                            "best_tflops": round(best_tflops, 3), "rows": len(t),
                            "worst_error": float(np.abs(rel).max())})
     errors = np.abs(np.array(errors))
@@ -328,6 +344,7 @@ class Candidate:
     per_step_us: float
     alone: float | None = None     # its own share of a round's time a lone block takes (None: the model's)
     best_tflops: float | None = None   # the best rate it reached in the record (None: no ceiling)
+    chain_us: float | None = None  # its own cost per piece of a split tile (None: the model's)
 
 
 @dataclass(frozen=True)
@@ -354,7 +371,8 @@ def load(path: Path) -> Model:
         changed = sorted(k for k, h in data["sources"].items()
                          if k not in registry.KERNELS or identity.code_hash(registry.KERNELS[k].path) != h)
         cands = tuple(Candidate(registry.KERNELS[c["kernel"]], c["params"], c["registers"], c["static_smem"],
-                                c["per_tile_us"], c["per_step_us"], c.get("alone"), c.get("best_tflops"))
+                                c["per_tile_us"], c["per_step_us"], c.get("alone"), c.get("best_tflops"),
+                                c.get("chain_us"))
                       for c in data["candidates"] if c["kernel"] not in changed)
         return Model(path, data["device"], data["record"]["date"], float(data["launch_us"]), float(data["alone"]),
                      float(data["chain_us"]), float(data["ragged"]), cands, tuple(changed),
@@ -399,6 +417,15 @@ class Option:
 
 
 @dataclass(frozen=True)
+class Part:
+    """A block of C, from row `row0` and column `col0`, that a plan of its own computes: its problem's M and N
+    are the block's rows and columns (the operands' rows as the whole call's)."""
+    row0: int
+    col0: int
+    plan: "Plan"
+
+
+@dataclass(frozen=True)
 class Plan:
     problem: Problem
     basis: str                     # which model, and for which GPU
@@ -406,6 +433,31 @@ class Plan:
     others: tuple[Option, ...]     # the best option of each other kernel, fastest first
     refused: tuple[str, ...]       # kernels that cannot run this problem here, each with its rule
     launches: int = 1              # launches along M, each of at most ROWS_PER_LAUNCH rows
+    core: tuple[int, int] | None = None   # the rows and columns `choice` runs (None: all of C)
+    parts: tuple["Part", ...] = ()  # the rest of C, each block by a plan of its own
+    stage_ldb: int = 0             # B is first copied into rows this many floats apart (0: read as it lies)
+    stage_us: float = 0.0          # what the model says that copy takes
+
+    @property
+    def predicted_us(self) -> float:
+        """The model's time of the whole call: the choice's launch, the parts' and the copy of B."""
+        return self.choice.predicted_us + self.stage_us + sum(p.plan.predicted_us for p in self.parts)
+
+    @property
+    def label(self) -> str:
+        """The choice, and how the call is reshaped around it where it is."""
+        out = self.choice.label
+        if self.core:
+            out += f" on {self.core[0]} x {self.core[1]}, " + ", ".join(
+                f"{'rows' if part.row0 else 'columns'} past it by {part.plan.choice.label}" for part in self.parts)
+        if self.stage_ldb:
+            out += f"; B copied into rows of {self.stage_ldb} floats"
+        return out
+
+    @property
+    def launched(self) -> tuple[Launch, ...]:
+        """Every launch the call makes, the choice's and each part's, with the problem each kernel is given."""
+        return (self.choice.launch, *(part.plan.choice.launch for part in self.parts))
 
     @property
     def spec(self) -> KernelSpec:
@@ -448,26 +500,40 @@ class Plan:
                 f"{ch.intensity:.3g} FLOPs per byte against a ridge of {ch.ridge:.0f}: {side}")
         if not math.isnan(self.choice.predicted_us):
             size += f" (memory floor {self.choice.memory_us:,.1f} us, compute {self.choice.compute_us:,.1f} us)"
+        if self.stage_ldb:
+            alignment += (f"; B is copied first into rows of {self.stage_ldb} floats, so that its 16-byte copies can "
+                          f"run (predicted {self.stage_us:,.1f} us)")
         out = [waves, k_block, alignment, size]
+        if self.core:
+            rows, cols = self.core
+            out.append(f"peeled: the kernel above runs the first {rows:,} rows and {cols:,} columns (multiples of "
+                       f"{PEEL_TILE}, no tile wasted on a few rows), " + "; ".join(
+                           f"{_count(part.plan.problem.M if part.row0 else part.plan.problem.N, 'row' if part.row0 else 'column')} "
+                           f"past them by {part.plan.choice.label}, predicted "
+                           f"{part.plan.predicted_us:,.1f} us" for part in self.parts))
         if self.launches > 1:
             out.append(f"launches: {p.M:,} rows of C in {self.launches} launches of at most {ROWS_PER_LAUNCH:,} "
                        f"(CUDA's 65,535 block rows); the figures above are one launch's")
         return out
 
     def __str__(self) -> str:
-        p, c = self.problem, self.choice
-        predicted = ("no prediction" if math.isnan(c.predicted_us) else
-                     f"predicted {c.predicted_us:,.1f} us ({p.flops / (c.predicted_us * 1e-6) / 1e12:.1f} TFLOP/s)")
+        p, c, total = self.problem, self.choice, self.predicted_us
+        predicted = ("no prediction" if math.isnan(total) else
+                     f"predicted {total:,.1f} us ({p.flops / (total * 1e-6) / 1e12:.1f} TFLOP/s)")
         each = f" for each of {self.launches} launches" if self.launches > 1 else ""
         lines = [f"{p.M} x {p.N} x {p.K}: {c.label}, {predicted}{each}",
                  f"  {self.basis}",
                  f"  grid {c.launch.grid}, {c.launch.block[0]} threads a block",
                  *(f"  - {r}" for r in self.reasons())]
         if self.others:
-            lines.append("  next best: " + "; ".join(
+            lines.append(f"  next best{' for the same rows and columns' if self.core else ''}: " + "; ".join(
                 f"{o.label} {o.predicted_us:,.1f} us (+{o.predicted_us / c.predicted_us - 1:.0%})" for o in self.others))
         lines += [f"  cannot run it: {r}" for r in self.refused]
         return "\n".join(lines)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"the {noun}" if n == 1 else f"the {n:,} {noun}s"
 
 
 def device_facts() -> tuple[dict, str]:
@@ -477,15 +543,18 @@ def device_facts() -> tuple[dict, str]:
     return dev, f"{dev['name']}, {where}"
 
 
+def _bandwidth(m: Model, dev: dict) -> float:
+    """DRAM bandwidth (GB/s) from the GPU's attributes, times the share of it a copy reached on the fitted
+    GPU (the same figure whether the plan is made on that GPU or from its record)."""
+    return dev["dram_gbs"] * m.device.get("measured_copy_gbs", m.device["dram_gbs"]) / m.device["dram_gbs"]
+
+
 def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> tuple[list[Option], list[str]]:
     """Every candidate configuration (with each split it offers) that can run the problem on the GPU
     `dev` describes, with the model's times; and, for each kernel none of whose candidates can, why."""
     # per-SM speed against the fitted GPU's, where this one is another (clock x FP32 lanes per SM)
     scale = (m.device["clock_mhz"] * m.device["fp32_lanes_per_sm"]) / (dev["clock_mhz"] * dev["fp32_lanes_per_sm"])
-    # DRAM bandwidth from the GPU's attributes, times the share of it a copy reached on the fitted GPU
-    # (the same figure whether the plan is made on that GPU or from its record)
-    bandwidth = dev["dram_gbs"] * m.device.get("measured_copy_gbs", m.device["dram_gbs"]) / m.device["dram_gbs"]
-    memory_us = m.launch_us + problem.operand_bytes / (bandwidth * 1e3)
+    memory_us = m.launch_us + problem.operand_bytes / (_bandwidth(m, dev) * 1e3)
     found, refused = [], {}
     ridge = ridge_of(dev)
     for cand in m.candidates:
@@ -514,9 +583,9 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> t
             w, steps, lone, chained, checked, rest = _features(spec, params, problem, dev["sm_count"], per_sm)
             tile_us = (cand.per_tile_us + cand.per_step_us * steps) * scale * \
                 (1 + m.ragged_by_kernel.get(spec.name, m.ragged) * checked)
-            fixed = m.launch_us + m.chain_us * chained
+            fixed = m.launch_us + (m.chain_us if cand.chain_us is None else cand.chain_us) * chained
             alone = m.alone if cand.alone is None else cand.alone
-            compute_us = fixed + float(waves(w, lone, rest, alone)) * tile_us
+            compute_us = fixed + float(waves(w, lone, rest, alone, per_sm)) * tile_us
             if cand.best_tflops:                 # never faster than it ever ran (scaled to this GPU)
                 compute_us = max(compute_us, problem.flops / (cand.best_tflops * CEILING_SLACK / scale * 1e6))
             found.append(Option(launch, compute_us, memory_us))
@@ -534,12 +603,14 @@ def plan(M: int, N: int, K: int, lda: int = 0, ldb: int = 0, ldc: int = 0, align
     return plan_for(Problem(M, N, K, lda, ldb, ldc), dev, gpu, aligned)
 
 
-def plan_for(problem: Problem, dev: dict, gpu: str, aligned: bool = True) -> Plan:
+def plan_for(problem: Problem, dev: dict, gpu: str, aligned: bool = True, reshape: bool = True) -> Plan:
     """The plan for a problem on the GPU `dev` describes (its facts, as source.here().device() gives
-    them), named `gpu` in the plan's words."""
+    them), named `gpu` in the plan's words. `reshape`: the call may also be run in parts, or on a copy of B
+    (see `_reshaped`), where the model says that is faster."""
     if problem.M > ROWS_PER_LAUNCH:              # one launch's rows planned, run as often as needed
         p = problem
-        first = plan_for(Problem(ROWS_PER_LAUNCH, p.N, p.K, p.lda, p.ldb, p.ldc, p.alpha, p.beta), dev, gpu, aligned)
+        first = plan_for(Problem(ROWS_PER_LAUNCH, p.N, p.K, p.lda, p.ldb, p.ldc, p.alpha, p.beta), dev, gpu, aligned,
+                         reshape=False)
         return dataclasses.replace(first, problem=problem, launches=-(-p.M // ROWS_PER_LAUNCH))
     try:
         m = model(dev["name"])
@@ -558,7 +629,39 @@ def plan_for(problem: Problem, dev: dict, gpu: str, aligned: bool = True) -> Pla
     basis = f"model {m.label}, for {gpu}"
     if m.device["name"] != dev["name"]:
         basis += " (per-SM speed scaled by clock x FP32 lanes)"
-    return Plan(problem, basis, choice, tuple(others), tuple(refused))
+    direct = Plan(problem, basis, choice, tuple(others), tuple(refused))
+    if not reshape:
+        return direct
+    return min([direct, *_reshaped(problem, dev, gpu, aligned, m)], key=lambda p: p.predicted_us)
+
+
+def _reshaped(p: Problem, dev: dict, gpu: str, aligned: bool, m: Model) -> list[Plan]:
+    """The same call run another way, each as the model prices it:
+    * B copied first into rows of a 16-byte multiple (where its rows are not): every kernel's copies of B
+      then take their 16-byte path, for the price of one copy of B at the copy bandwidth;
+    * peeled: where M or N lies at most PEEL_MAX past a multiple of PEEL_TILE, that multiple runs as one
+      product of whole tiles (2049 rows would otherwise cost a whole row of tiles and a wave for one row),
+      and the rows and columns past it as thin products of their own;
+    * both."""
+    rows = p.M % PEEL_TILE if p.M > PEEL_TILE and p.M % PEEL_TILE <= PEEL_MAX else 0
+    cols = p.N % PEEL_TILE if p.N > PEEL_TILE and p.N % PEEL_TILE <= PEEL_MAX else 0
+    found = []
+    for ldb in ((0, -(-p.N // 4) * 4) if p.ldb % 4 else (0,)):
+        q = dataclasses.replace(p, ldb=ldb or p.ldb)
+        stage_us = m.launch_us + 2 * 4 * p.K * p.N / (_bandwidth(m, dev) * 1e3) if ldb else 0.0
+        for r, c in {(0, 0), (rows, cols)}:
+            if not (ldb or r or c):
+                continue
+            core = plan_for(dataclasses.replace(q, M=p.M - r, N=p.N - c), dev, gpu, aligned, reshape=False)
+            parts = []
+            if r:                              # the last rows, all of C's columns
+                parts.append(Part(p.M - r, 0, plan_for(dataclasses.replace(q, M=r), dev, gpu, aligned, reshape=False)))
+            if c:                              # the last columns of the rows above them
+                parts.append(Part(0, p.N - c, plan_for(dataclasses.replace(q, M=p.M - r, N=c), dev, gpu, aligned,
+                                                       reshape=False)))
+            found.append(dataclasses.replace(core, problem=p, core=(p.M - r, p.N - c) if r or c else None,
+                                             parts=tuple(parts), stage_ldb=ldb, stage_us=stage_us))
+    return [f for f in found if not math.isnan(f.predicted_us)]
 
 
 def _fallback(problem: Problem, dev: dict, gpu: str, why: str) -> Plan:

@@ -140,12 +140,13 @@ def test_the_plan_refuses_nothing_cublas_accepts(dev):
                 (Problem(1, 100_000, 1), True), (Problem(65535 * 128 + 1, 3, 5), True), (Problem(3, 3, 3, 7, 9, 11), False)]
     for problem, aligned in [*extremes, *_random_problems(150, seed=len(dev["name"]))]:
         plan = dispatch.plan_for(problem, dev, dev["name"], aligned)
-        spec, params = plan.spec, plan.params
-        spec.check_shape(params, problem)
-        spec.check_arch(params, archs)
-        assert aligned or spec.pointer_alignment(params) == 4
-        grid = plan.choice.launch.grid             # one launch's, of at most ROWS_PER_LAUNCH rows
-        assert grid[1] <= 65535 and grid[0] < 2**31
+        for launch in plan.launched:               # the choice's, and each part's where the call is peeled
+            spec, params = launch.spec, launch.params
+            spec.check_shape(params, launch.problem)
+            spec.check_arch(params, archs)
+            assert aligned or spec.pointer_alignment(params) == 4
+            grid = launch.grid                     # one launch's, of at most ROWS_PER_LAUNCH rows
+            assert grid[1] <= 65535 and grid[0] < 2**31
         assert plan.launches == -(-problem.M // dispatch.ROWS_PER_LAUNCH)
         assert plan.choice.predicted_us > 0
     with pytest.raises(BadProblem):

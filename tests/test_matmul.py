@@ -100,7 +100,7 @@ def test_every_suite_shape_is_right(shape):
     rng = cp.random.default_rng(17)
     A = rng.uniform(-1, 1, (M, K), dtype=cp.float32)
     B = rng.uniform(-1, 1, (K, N), dtype=cp.float32)
-    _assert_right(cp, gemmlab.matmul(A, B), A, B, what=str(dispatch.plan(M, N, K).choice.label))
+    _assert_right(cp, gemmlab.matmul(A, B), A, B, what=dispatch.plan(M, N, K).label)
 
 
 @pytest.mark.gpu
@@ -122,7 +122,50 @@ def test_300_random_shapes_with_alpha_beta_and_padded_rows():
         assert got is C
         _assert_right(cp, C, A, B, C0 if beta else None, alpha, beta,
                       what=f"#{i} {M}x{N}x{K} ld {lda},{ldb},{ldc} alpha {alpha} beta {beta}: "
-                           f"{dispatch.plan(M, N, K, lda, ldb, ldc).choice.label}")
+                           f"{dispatch.plan(M, N, K, lda, ldb, ldc).label}")
+
+
+def test_a_call_just_past_whole_tiles_is_peeled_and_b_copied_into_16_byte_rows():
+    """2049^3 on the record's model: 2048 x 2048 of whole tiles, the row and column past them each by a
+    plan of its own, and B first copied into rows of 2052 floats; the plan says so, and prices all of it."""
+    plan = dispatch.plan(2049, 2049, 2049)
+    assert plan.core == (2048, 2048) and plan.stage_ldb == 2052
+    assert [(p.row0, p.col0, p.plan.problem.M, p.plan.problem.N) for p in plan.parts] == [(2048, 0, 1, 2049),
+                                                                                        (0, 2048, 2048, 1)]
+    assert plan.choice.launch.problem.ldb == 2052 and all(p.plan.problem.ldb == 2052 for p in plan.parts)
+    assert plan.predicted_us == pytest.approx(plan.choice.predicted_us + plan.stage_us
+                                              + sum(p.plan.predicted_us for p in plan.parts))
+    assert plan.predicted_us < dispatch.plan_for(plan.problem, *dispatch.device_facts(), reshape=False).predicted_us
+    text = str(plan)
+    assert "peeled: the kernel above runs the first 2,048 rows and 2,048 columns" in text
+    assert "B is copied first into rows of 2052 floats" in text
+    assert dispatch.plan(4096, 4096, 4096).core is None and dispatch.plan(4096, 4096, 4096).stage_ldb == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,pad", [((2049, 2049, 300), (0, 0, 0)), ((130, 4099, 77), (3, 0, 1)),
+                                       ((4097, 1031, 64), (0, 5, 2))], ids=lambda v: "x".join(map(str, v)))
+def test_every_reshaped_plan_is_right(shape, pad, monkeypatch):
+    """Each way the plan may reshape a call (B copied, peeled, both), forced, with alpha, beta and padded
+    rows: the parts cover C exactly once, and the copy of B is read with its own leading dimension."""
+    cp = device.cupy()
+    M, N, K = shape
+    lda, ldb, ldc = K + pad[0], N + pad[1], N + pad[2]
+    dev, gpu = dispatch.device_facts()
+    problem = dispatch.Problem(M, N, K, lda, ldb, ldc)
+    variants = dispatch._reshaped(problem, dev, gpu, True, dispatch.model(dev["name"]))
+    assert variants, "this shape can be peeled or its B copied"
+    crng = cp.random.default_rng(5)
+    for plan in variants:
+        monkeypatch.setattr(library.dispatch, "plan", lambda *args, plan=plan: plan)
+        A = crng.uniform(-1, 1, (M, lda), dtype=cp.float32)[:, :K]
+        B = crng.uniform(-1, 1, (K, ldb), dtype=cp.float32)[:, :N]
+        C = crng.uniform(-1, 1, (M, ldc), dtype=cp.float32)[:, :N]
+        C0 = C.copy()
+        B0 = B.copy()
+        gemmlab.matmul(A, B, out=C, alpha=-0.5, beta=0.75)
+        _assert_right(cp, C, A, B, C0, -0.5, 0.75, what=plan.label)
+        assert bool((B == B0).all()), "B is read, never written"
 
 
 @pytest.mark.gpu
