@@ -10,7 +10,7 @@ configuration c of a kernel:
     time         = the larger of the two, and of FLOPs over 1.03 x the best rate c reached in the record
 
 * `rounds` is the busiest SM's blocks in rounds of the blocks an SM holds; a last partial round takes
-  its share of a round, but no less than `alone_c` (see `waves`). Chapter 11's split of a last wave is
+  between `alone_c` (one block alone on an SM) and a whole round, on the line between them (see `waves`). Chapter 11's split of a last wave is
   counted by the launcher's own estimate (spec.split_time); a tile cut along K by chapter 13's SPLIT
   is that many blocks, each with its share of the K steps.
 * `K steps` is K per block, in the kernel's K tiles; `per_tile` is what a block costs beyond them
@@ -23,6 +23,10 @@ configuration c of a kernel:
 * Alignment decides which kernels may run at all (16-byte rows, aligned pointers) and which copy
   path their tiles take; operand bytes against L2 and the ridge decide which side of the roofline
   the shape is on.
+
+A plan may also reshape a call (`_reshaped`): copy B first into 16-byte rows, or peel the few rows and
+columns past a multiple of 128 into thin products of their own, each part with its own plan; it does
+where the parts together, the copy priced at the copy bandwidth, are predicted faster.
 
 `launch`, `alone`, `chain`, `ragged`, `per_tile` and `per_step` are fitted, by least squares on
 relative error, to the record's autotuner data: every configuration the chapters' sliders offer,

@@ -244,12 +244,14 @@ def test_chapter_13s_words_on_the_plans_match_them():
     assert all(d % 8 == 0 for s in shapes[80:] for d in s) and all(any(d % 128 for d in s[:2]) for s in shapes[80:])
     assert "the plan's best four options, and the best option of up to three kernels those leave out" in prose
     assert course.DISPATCH_TRIES == 4 and dispatch.RUNNERS_UP == 3
-    assert "For the H100 (the record's GPU; another GPU's plans may differ), at 512³, 640³ and 64 x 4096 x 4096 the " \
-        "plan picks this chapter's kernel with 32-row tiles, and splits 512³ and 64 x 4096 x 4096 along $K$" in prose
+    assert "For the H100 (the record's GPU; another GPU's plans may differ), at 512³ and 64 x 4096 x 4096 the plan " \
+        "picks this chapter's kernel with 32-row tiles split along $K$, and at 640³ its 64 x 64 defaults" in prose
     assert "H100" in records.latest().device["name"]
-    for shape, split in (((512, 512, 512), True), ((640, 640, 640), False), ((64, 4096, 4096), True)):
+    for shape in ((512, 512, 512), (64, 4096, 4096)):
         launch = _recorded_plan(*shape).choice.launch
-        assert launch.spec.name == "13_split_k" and launch.params["BM"] == 32 and (launch.k_split > 1) == split
+        assert launch.spec.name == "13_split_k" and launch.params["BM"] == 32 and launch.k_split > 1
+    defaults = _recorded_plan(640, 640, 640).choice.launch
+    assert defaults.spec.name == "13_split_k" and defaults.params == defaults.spec.defaults
     assert "It never takes chapter 11's split for so small a product" in prose
     for shape in ((512, 512, 512), (640, 640, 640)):
         assert all(o.launch.split_tiles == 0 for o in (_recorded_plan(*shape).choice,))
@@ -269,6 +271,17 @@ def test_chapter_13s_words_on_the_plans_match_them():
     shared = {model.ragged_by_kernel[k] for k in ("09_pipeline", "10_issue_rate", "11_last_wave")}
     assert len(shared) == 1 and model.ragged_by_kernel["13_split_k"] not in shared
     assert all(o.predicted_us > p.choice.predicted_us for o in p.others)
+    assert "A round that is only partly filled takes, in the model, between what one block alone on an SM takes and " \
+        "a full round's time, on the line between the two" in prose
+    one, full = (float(dispatch.waves(0, False, b / 4, 0.4, 4)) for b in (1, 4))
+    assert (one, full) == (0.4, 1.0) and float(dispatch.waves(0, False, 2 / 4, 0.4, 4)) == pytest.approx(0.6)
+    assert "at 4095³ it does" in prose and p.stage_ldb == 4096 and p.core is None
+    assert "the plan runs 2048 x 2048 of whole tiles, a strip one row high and a strip one column wide, on a copy of " \
+        "$B$" in prose
+    peeled = _recorded_plan(2049, 2049, 2049)
+    assert peeled.core == (2048, 2048) and peeled.stage_ldb == 2052
+    assert sorted((part.plan.problem.M, part.plan.problem.N) for part in peeled.parts) == [(1, 2049), (2048, 1)]
+    assert "at most 32 past a multiple of 128" in prose and (dispatch.PEEL_MAX, dispatch.PEEL_TILE) == (32, 128)
 
 
 def test_chapter_13s_words_on_the_measured_suite_match_the_record():
@@ -292,13 +305,16 @@ def test_chapter_13s_words_on_the_measured_suite_match_the_record():
         "cuBLAS" in prose
     (narrow,) = [r for r in rows if r["N"] == 8]
     assert narrow["ratio"] > 1 and narrow["params"]["SIDE"] == 0 and narrow["params"]["LANES"] == 2
-    assert "The rows still under 0.9, listed last, are an odd square, 64 rows, and $K$ = 32768 over a 1024 x 1024 $C$: " \
-        "at each the model predicted its pick faster than it ran" in prose
+    assert "2049³, one past a multiple of 128 in every size, is ahead of cuBLAS peeled" in prose
+    (odd,) = [r for r in rows if r["M"] == 2049]
+    assert odd["ratio"] > 1 and odd["peeled"] and "+edges" in table
+    assert "The rows still under 0.9, listed last, are 1023³ and 64 rows: at each the model predicted its pick " \
+        "faster than it ran" in prose
     assert table.splitlines()[-1].startswith("under 0.9: ")
     low = [r for r in rows if r["ratio"] < 0.9]
-    assert {(r["M"], r["N"], r["K"]) for r in low} == {(2049, 2049, 2049), (64, 4096, 4096), (1024, 1024, 32768)}
+    assert {(r["M"], r["N"], r["K"]) for r in low} == {(1023, 1023, 1023), (64, 4096, 4096)}
     for r in low:
-        assert _recorded_plan(r["M"], r["N"], r["K"]).choice.predicted_us < r["ms"] * 1e3
+        assert _recorded_plan(r["M"], r["N"], r["K"]).predicted_us < r["ms"] * 1e3
     assert all(r["rel_err"] <= r["tol"] for r in rows), "every timed shape was validated"
 
 
@@ -307,7 +323,8 @@ def test_the_recorded_suite_ran_the_plans_that_ship():
     makes today: remade after every refit (`record --matmul`), never left behind by one."""
     for r in records.latest().data["matmul_suite"]:
         p = _recorded_plan(r["M"], r["N"], r["K"])
-        assert (p.spec.name, p.params) == (r["plan_kernel"], r["params"]), (r["M"], r["N"], r["K"])
+        assert (p.spec.name, p.params, p.core is not None, bool(p.stage_ldb)) == \
+            (r["plan_kernel"], r["params"], r["peeled"], r["staged"]), (r["M"], r["N"], r["K"])
 
 
 def test_the_readme_on_the_measured_suite_matches_the_record():
@@ -324,11 +341,11 @@ def test_the_readme_on_the_measured_suite_matches_the_record():
     assert "more than twice as fast where M is 4 and within 10% of it where M is 1" in readme
     by_m = {r["M"]: r for r in tiny}
     assert by_m[4]["ratio"] > 2 and by_m[1]["ratio"] >= 0.9
-    assert "ahead of it at 8 columns, and under 0.9 of it at three shapes: 2049³, 64 x 4096 x 4096 and 1024 x 1024 x " \
-        "32768" in readme
-    assert {(r["M"], r["N"], r["K"]) for r in rows if r["ratio"] < 0.9} == \
-        {(2049, 2049, 2049), (64, 4096, 4096), (1024, 1024, 32768)}
+    assert "ahead of it at 8 columns and at 2049³ (peeled), and under 0.9 of it at two shapes: 1023³ and " \
+        "64 x 4096 x 4096" in readme
+    assert {(r["M"], r["N"], r["K"]) for r in rows if r["ratio"] < 0.9} == {(1023, 1023, 1023), (64, 4096, 4096)}
     assert [r["ratio"] > 1 for r in rows if r["N"] == 8] == [True]
+    assert [r["ratio"] > 1 and r["peeled"] for r in rows if r["M"] == 2049] == [True]
 
 
 def test_kernels_that_share_a_copy_code_share_a_copy_path():

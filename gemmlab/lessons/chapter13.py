@@ -42,12 +42,17 @@ def show_plans(shapes: list[tuple[int, int, int]]) -> None:
         launch = p.choice.launch
         split = (f"{launch.split_tiles:,} of {launch.tiles:,} tiles in {launch.pieces}" if launch.split_tiles else
                  f"all {launch.tiles:,} in {launch.k_split}" if launch.k_split > 1 else "none")
+        reshaped = [f"peeled: {p.core[0]:,} x {p.core[1]:,} of whole tiles, then "
+                    + " and ".join(f"{part.plan.problem.M:,} x {part.plan.problem.N:,} by {part.plan.spec.name}"
+                                   for part in p.parts)] if p.core else []
+        if p.stage_ldb:
+            reshaped.append(f"B copied into rows of {p.stage_ldb:,} floats")
         rows.append([f"{p.problem.M} x {p.problem.N} x {p.problem.K}", launch.spec.name,
                      launch.spec.changes_label(launch.params) or "defaults", split,
-                     f"{min(launch.blocks, launch.sm_count)} of {launch.sm_count}",
-                     f"{p.choice.predicted_us:,.1f}", f"{p.problem.flops / p.choice.predicted_us / 1e6:.1f}"])
+                     f"{min(launch.blocks, launch.sm_count)} of {launch.sm_count}", "; ".join(reshaped) or "no",
+                     f"{p.predicted_us:,.1f}", f"{p.problem.flops / p.predicted_us / 1e6:.1f}"])
     markdown(table(["M x N x K", "kernel", "configuration (against its defaults)", "tiles split along K",
-                    "SMs with a block", "predicted us", "predicted TFLOP/s"], rows)
+                    "SMs with a block", "reshaped", "predicted us", "predicted TFLOP/s"], rows)
              + f"\n\nPredicted by the {plans[0].basis}: a model, not a measurement. Its fitted constants: a launch "
                f"{m.launch_us:.1f} us; chapter 11's pieces of a split tile add into C one after another, {m.chain_us:.1f} us "
                f"each; a tile on a kernel's slow copy path (rows not 16-byte multiples, or a ragged edge) takes "
@@ -70,7 +75,8 @@ def show_matmul_suite() -> None:
              f"each shape validated against a float64 product first, then timed interleaved with cuBLAS FP32 in "
              f"the same run, the L2 flushed before every launch, {rows[0]['reps']} runs each (ratio: cuBLAS's time "
              f"over gemmlab.matmul's, above 1 is faster; spread: the timings' interquartile range over their "
-             f"median). The whole call is timed, as a user makes it.")
+             f"median). The whole call is timed, as a user makes it. A plan marked +edges ran peeled (whole tiles, then "
+             f"the rows or columns past them by plans of their own), one marked +copyB on a copy of B in 16-byte rows.")
     heat = rec.data.get("matmul_heatmap")
     if heat:
         plots.dispatch_heatmaps(heat, heat[0]["kernel"], f"measured on {rec.device['name']}, {heat[0]['date']}")
