@@ -10,9 +10,10 @@ configuration c of a kernel:
     time         = the larger of the two, and of FLOPs over 1.03 x the best rate c reached in the record
 
 * `rounds` is the busiest SM's blocks in rounds of the blocks an SM holds; a last partial round takes
-  between `alone_c` (one block alone on an SM) and a whole round, on the line between them (see `waves`). Chapter 11's split of a last wave is
-  counted by the launcher's own estimate (spec.split_time); a tile cut along K by chapter 13's SPLIT
-  is that many blocks, each with its share of the K steps.
+  between `alone_c` (one block alone on an SM) and a whole round, on the line between them (see
+  `waves`). Chapter 11's split of a last wave is counted by the launcher's own estimate
+  (spec.split_time); a tile cut along K by chapter 13's SPLIT is that many blocks, each with its
+  share of the K steps.
 * `K steps` is K per block, in the kernel's K tiles; `per_tile` is what a block costs beyond them
   (filling the pipeline, the epilogue).
 * `chain` is what each piece of chapter 11's split tiles adds (the pieces add into C one after another;
@@ -280,7 +281,8 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
                     for w, k, lone, pieces, checked, rest, t, per_sm in mine) for r in RAGGED_GRID]))])
             by_kernel.update({name: r_path for name in names})
     candidates, errors = [], []
-    for (kernel, params), (w0, k, lone, pieces, checked, rest, t, per_sm), best_tflops in zip(configs, data, best_rates):
+    for (kernel, params), (w0, k, lone, pieces, checked, rest, t, per_sm), best_tflops in zip(configs, data,
+                                                                                             best_rates):
         fixed = launch + chain * pieces
         ragged_k = by_kernel.get(kernel, ragged)
         # how fast a block runs on an SM it shares with fewer than a full round depends on the
@@ -512,8 +514,7 @@ class Plan:
             rows, cols = self.core
             out.append(f"peeled: the kernel above runs the first {rows:,} rows and {cols:,} columns (multiples of "
                        f"{PEEL_TILE}, no tile wasted on a few rows), " + "; ".join(
-                           f"{_count(part.plan.problem.M if part.row0 else part.plan.problem.N, 'row' if part.row0 else 'column')} "
-                           f"past them by {part.plan.choice.label}, predicted "
+                           f"{_part_size(part)} past them by {part.plan.choice.label}, predicted "
                            f"{part.plan.predicted_us:,.1f} us" for part in self.parts))
         if self.launches > 1:
             out.append(f"launches: {p.M:,} rows of C in {self.launches} launches of at most {ROWS_PER_LAUNCH:,} "
@@ -536,7 +537,9 @@ class Plan:
         return "\n".join(lines)
 
 
-def _count(n: int, noun: str) -> str:
+def _part_size(part: Part) -> str:
+    """'the row', 'the 3 columns': what a peeled part holds past the core (rows where it starts below it)."""
+    n, noun = (part.plan.problem.M, "row") if part.row0 else (part.plan.problem.N, "column")
     return f"the {noun}" if n == 1 else f"the {n:,} {noun}s"
 
 
@@ -653,7 +656,7 @@ def _reshaped(p: Problem, dev: dict, gpu: str, aligned: bool, m: Model) -> list[
     for ldb in ((0, -(-p.N // 4) * 4) if p.ldb % 4 else (0,)):
         q = dataclasses.replace(p, ldb=ldb or p.ldb)
         stage_us = m.launch_us + 2 * 4 * p.K * p.N / (_bandwidth(m, dev) * 1e3) if ldb else 0.0
-        for r, c in {(0, 0), (rows, cols)}:
+        for r, c in dict.fromkeys(((0, 0), (rows, cols))):     # as it is, and peeled where it can be
             if not (ldb or r or c):
                 continue
             core = plan_for(dataclasses.replace(q, M=p.M - r, N=p.N - c), dev, gpu, aligned, reshape=False)

@@ -75,8 +75,9 @@ def show_matmul_suite() -> None:
              f"each shape validated against a float64 product first, then timed interleaved with cuBLAS FP32 in "
              f"the same run, the L2 flushed before every launch, {rows[0]['reps']} runs each (ratio: cuBLAS's time "
              f"over gemmlab.matmul's, above 1 is faster; spread: the timings' interquartile range over their "
-             f"median). The whole call is timed, as a user makes it. A plan marked +edges ran peeled (whole tiles, then "
-             f"the rows or columns past them by plans of their own), one marked +copyB on a copy of B in 16-byte rows.")
+             f"median). The whole call is timed, as a user makes it. A plan marked +edges ran peeled (whole tiles, "
+             f"then the rows or columns past them by plans of their own), one marked +copyB on a copy of B in 16-byte "
+             f"rows.")
     heat = rec.data.get("matmul_heatmap")
     if heat:
         plots.dispatch_heatmaps(heat, heat[0]["kernel"], f"measured on {rec.device['name']}, {heat[0]['date']}")
