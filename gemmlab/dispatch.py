@@ -450,15 +450,20 @@ class Plan:
         return self.choice.predicted_us + self.stage_us + sum(p.plan.predicted_us for p in self.parts)
 
     @property
+    def reshaping(self) -> str:
+        """How the call is reshaped around the choice ('' where it runs as it is): peeled, B copied, or both."""
+        out = []
+        if self.core:
+            out.append(f"peeled: {self.core[0]:,} x {self.core[1]:,} of whole tiles, " + ", ".join(
+                f"{_part_size(part)} past them by {part.plan.choice.label}" for part in self.parts))
+        if self.stage_ldb:
+            out.append(f"B copied into rows of {self.stage_ldb:,} floats")
+        return "; ".join(out)
+
+    @property
     def label(self) -> str:
         """The choice, and how the call is reshaped around it where it is."""
-        out = self.choice.label
-        if self.core:
-            out += f" on {self.core[0]} x {self.core[1]}, " + ", ".join(
-                f"{'rows' if part.row0 else 'columns'} past it by {part.plan.choice.label}" for part in self.parts)
-        if self.stage_ldb:
-            out += f"; B copied into rows of {self.stage_ldb} floats"
-        return out
+        return self.choice.label + (f"; {self.reshaping}" if self.reshaping else "")
 
     @property
     def launched(self) -> tuple[Launch, ...]:
@@ -550,10 +555,12 @@ def device_facts() -> tuple[dict, str]:
     return dev, f"{dev['name']}, {where}"
 
 
-def _bandwidth(m: Model, dev: dict) -> float:
-    """DRAM bandwidth (GB/s) from the GPU's attributes, times the share of it a copy reached on the fitted
-    GPU (the same figure whether the plan is made on that GPU or from its record)."""
-    return dev["dram_gbs"] * m.device.get("measured_copy_gbs", m.device["dram_gbs"]) / m.device["dram_gbs"]
+def _dram_us(m: Model, dev: dict, nbytes: int) -> float:
+    """A launch that moves `nbytes` through DRAM: the launch, and the bytes at the GPU's attribute bandwidth
+    times the share of it a copy reached on the fitted GPU (the same whether the plan is made on that GPU
+    or from its record)."""
+    bandwidth = dev["dram_gbs"] * m.device.get("measured_copy_gbs", m.device["dram_gbs"]) / m.device["dram_gbs"]
+    return m.launch_us + nbytes / (bandwidth * 1e3)
 
 
 def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> tuple[list[Option], list[str]]:
@@ -561,7 +568,7 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> t
     `dev` describes, with the model's times; and, for each kernel none of whose candidates can, why."""
     # per-SM speed against the fitted GPU's, where this one is another (clock x FP32 lanes per SM)
     scale = (m.device["clock_mhz"] * m.device["fp32_lanes_per_sm"]) / (dev["clock_mhz"] * dev["fp32_lanes_per_sm"])
-    memory_us = m.launch_us + problem.operand_bytes / (_bandwidth(m, dev) * 1e3)
+    memory_us = _dram_us(m, dev, problem.operand_bytes)
     found, refused = [], {}
     ridge = ridge_of(dev)
     for cand in m.candidates:
@@ -655,7 +662,7 @@ def _reshaped(p: Problem, dev: dict, gpu: str, aligned: bool, m: Model) -> list[
     found = []
     for ldb in ((0, -(-p.N // 4) * 4) if p.ldb % 4 else (0,)):
         q = dataclasses.replace(p, ldb=ldb or p.ldb)
-        stage_us = m.launch_us + 2 * 4 * p.K * p.N / (_bandwidth(m, dev) * 1e3) if ldb else 0.0
+        stage_us = _dram_us(m, dev, 2 * 4 * p.K * p.N) if ldb else 0.0      # B read once and written once
         for r, c in dict.fromkeys(((0, 0), (rows, cols))):     # as it is, and peeled where it can be
             if not (ldb or r or c):
                 continue

@@ -42,14 +42,9 @@ def show_plans(shapes: list[tuple[int, int, int]]) -> None:
         launch = p.choice.launch
         split = (f"{launch.split_tiles:,} of {launch.tiles:,} tiles in {launch.pieces}" if launch.split_tiles else
                  f"all {launch.tiles:,} in {launch.k_split}" if launch.k_split > 1 else "none")
-        reshaped = [f"peeled: {p.core[0]:,} x {p.core[1]:,} of whole tiles, then "
-                    + " and ".join(f"{part.plan.problem.M:,} x {part.plan.problem.N:,} by {part.plan.spec.name}"
-                                   for part in p.parts)] if p.core else []
-        if p.stage_ldb:
-            reshaped.append(f"B copied into rows of {p.stage_ldb:,} floats")
         rows.append([f"{p.problem.M} x {p.problem.N} x {p.problem.K}", launch.spec.name,
                      launch.spec.changes_label(launch.params) or "defaults", split,
-                     f"{min(launch.blocks, launch.sm_count)} of {launch.sm_count}", "; ".join(reshaped) or "no",
+                     f"{min(launch.blocks, launch.sm_count)} of {launch.sm_count}", p.reshaping or "no",
                      f"{p.predicted_us:,.1f}", f"{p.problem.flops / p.predicted_us / 1e6:.1f}"])
     markdown(table(["M x N x K", "kernel", "configuration (against its defaults)", "tiles split along K",
                     "SMs with a block", "reshaped", "predicted us", "predicted TFLOP/s"], rows)
