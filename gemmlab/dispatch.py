@@ -95,17 +95,28 @@ class NotFitted(LookupError):
 
 # --- the fit ---------------------------------------------------------------------------------------
 
+# A problem every split fits: K long enough for any count of pieces, few enough tiles for any workspace
+SPLIT_PROBE = Problem(256, 256, 1 << 16)
+
+
+def _pieces_of(spec: KernelSpec, params: Params) -> tuple[int, int]:
+    """The pieces a configuration cuts tiles into: a last wave's (spec.split), every tile's (spec.k_split)."""
+    return spec.split(params), spec.k_split(params, SPLIT_PROBE)
+
+
 def split_tunables(spec: KernelSpec) -> list[str]:
-    """The tunables that set how many pieces spec.split cuts a tile into (none for most kernels)."""
+    """The tunables that set how many pieces a tile is cut into (none for most kernels): one candidate
+    configuration stands for all of their values, and the plan prices each."""
     d = spec.defaults
-    return [p.name for p in spec.params if any(spec.split({**d, p.name: v}) != spec.split(d) for v in p.values)]
+    return [p.name for p in spec.params
+            if any(_pieces_of(spec, {**d, p.name: v}) != _pieces_of(spec, d) for v in p.values)]
 
 
 def unsplit(spec: KernelSpec, params: Params) -> dict:
     """The configuration with its split tunables at the value that never splits."""
     out = dict(params)
     for name in split_tunables(spec):
-        out[name] = next(v for v in spec.tunable(name).values if spec.split({**out, name: v}) == 1)
+        out[name] = next(v for v in spec.tunable(name).values if _pieces_of(spec, {**out, name: v}) == (1, 1))
     return out
 
 
@@ -198,7 +209,10 @@ def _features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
     if split:
         return split_time(tiles, steps, slots, pieces, split), steps, lone, pieces, checked, 0.0
     rounds, last = divmod(-(-blocks // sm_count), blocks_per_sm)     # the busiest SM's blocks, in rounds
-    return float(rounds), steps, False, 0, checked, last / blocks_per_sm
+    # where every tile is cut along K, the last piece of a tile to arrive reads every piece's partial
+    # tile, one load after another: a chain of k_split pieces that ends the launch
+    gathered = spec.k_split(params, problem)
+    return float(rounds), steps, False, gathered if gathered > 1 else 0, checked, last / blocks_per_sm
 
 
 def waves(w, lone, rest, alone, per_sm: int):
@@ -280,19 +294,33 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
                 sum(_fit_one(waves(w, lone, rest, alone, per_sm) * (1 + r * checked), k, t, launch + chain * pieces)[2]
                     for w, k, lone, pieces, checked, rest, t, per_sm in mine) for r in RAGGED_GRID]))])
             by_kernel.update({name: r_path for name in names})
+    # a chain is a different thing in each kernel that has one (11's pieces add into C in turn, 13's last
+    # piece reads the others' partial tiles): `chain` per kernel, fitted to its rows, where it has any
+    chain_by_kernel = {}
+    for name in sorted({kernel for kernel, _ in configs}):
+        mine = [d for (kernel, _), d in zip(configs, data) if kernel == name]
+        if any(np.any(d[3] > 0) for d in mine):
+            chain_by_kernel[name] = float(CHAIN_GRID_US[int(np.argmin([
+                sum(_fit_one(waves(w, lone, rest, alone, per_sm) * (1 + by_kernel.get(name, ragged) * checked), k, t,
+                             launch + c * pieces)[2]
+                    for w, k, lone, pieces, checked, rest, t, per_sm in mine) for c in CHAIN_GRID_US]))])
     candidates, errors = [], []
     for (kernel, params), (w0, k, lone, pieces, checked, rest, t, per_sm), best_tflops in zip(configs, data,
                                                                                              best_rates):
-        fixed = launch + chain * pieces
+        chain_k = chain_by_kernel.get(kernel, chain)
         ragged_k = by_kernel.get(kernel, ragged)
         # how fast a block runs on an SM it shares with fewer than a full round depends on the
         # configuration (64 threads alone are latency-bound, 256 are not): each candidate its own
         # `alone`, on the same grid, where enough of its rows have such rounds
-        own, own_chain = alone, chain
+        own, own_chain = alone, chain_k
         alones = ALONE_GRID if np.count_nonzero(lone | (rest > 0)) >= OWN_ALONE_ROWS else (alone,)
-        # and its own `chain` where enough of its launches split every tile (where only a last wave is split,
-        # the chain hides behind the other tiles and says nothing)
-        chains = CHAIN_GRID_US if np.count_nonzero(lone & (pieces > 0)) >= OWN_ALONE_ROWS else (chain,)
+        # and its own `chain` where enough of its launches show it: chapter 11's where they split every tile
+        # (where only a last wave is split, the chain hides behind the other tiles and says nothing), and
+        # a kernel's that cuts every tile along K (its gather ends every launch) wherever it cuts
+        spec = registry.KERNELS[kernel]
+        gathers = any(_pieces_of(spec, v)[1] > 1 for v in split_variants(spec, params))
+        shown = (pieces > 0) & (lone | gathers)
+        chains = CHAIN_GRID_US if np.count_nonzero(shown) >= OWN_ALONE_ROWS else (chain_k,)
         if len(alones) > 1 or len(chains) > 1:
             grid = [(x, c) for x in alones for c in chains]
             own, own_chain = grid[int(np.argmin([_fit_one(waves(w0, lone, rest, x, per_sm) * (1 + ragged_k * checked),

@@ -180,7 +180,9 @@ __device__ __forceinline__ void accumulate(float (&acc)[TROWS][TCOLS], float* As
         __syncthreads();                       // everyone's have; and nobody still reads tile t-1's stage
         const int next = t + STAGES - 1;       // goes where tile t-1 was
         // Spread, past the last tile the copies repeat it into a stage nobody reads: no branch
-        // around them, which would keep ptxas from placing them among the FFMAs.
+        // around them, which would keep ptxas from placing them among the FFMAs. The repeat is
+        // unpadded, so a block's last tile must never be the padded tile 0: the launcher gives a
+        // first piece at least two tiles where K is padded, and refuses a K shorter than BK.
         const int src_t = min(next, tiles - 1);
         float* as_next = As + next % STAGES * A_STAGE;
         float* bs_next = Bs + next % STAGES * B_STAGE;

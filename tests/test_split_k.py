@@ -69,7 +69,8 @@ def test_a_tile_larger_than_c_is_refused_by_name():
     with pytest.raises(UnsupportedShape) as refused:
         SPEC.check_shape(SPEC.resolve({"BM": 128, "BN": 64, "WM": 32, "WN": 32}), Problem(100, 4096, 4096))
     assert refused.value.rule == "tile-fits" and "128 x 64" in str(refused.value)
-    SPEC.check_shape(SPEC.resolve({"BM": 32, "BN": 64}), Problem(32, 64, 1))
+    SPEC.check_shape(SPEC.resolve({"BM": 32, "BN": 64}), Problem(32, 64, 16))
+    SPEC.check_shape(SPEC.resolve({"BM": 32, "BN": 64, "SPREAD": 0}), Problem(32, 64, 1))
 
 
 def test_the_workspace_bounds_the_split():
@@ -79,9 +80,35 @@ def test_the_workspace_bounds_the_split():
     assert SPEC.k_split(p, Problem(640, 640, 640)) == 8
     assert SPEC.k_split(p, Problem(2048, 2048, 2048)) == 2          # 1,024 tiles: room for 2 each
     assert SPEC.k_split(p, Problem(4096, 4096, 4096)) == 1
-    assert SPEC.k_split(p, Problem(640, 640, 40)) == 3              # 3 K tiles of 16
+    assert SPEC.k_split(p, Problem(640, 640, 48)) == 3              # 3 K tiles of 16
+    assert SPEC.k_split(p, Problem(640, 640, 72)) == 2              # 5, the first padded: 2 of them at least
     assert SPEC.launch(p, Problem(4096, 4096, 4096))[0] == (64, 64, 1)
     SPEC.check_shape(p, Problem(4096, 4096, 4096))
+
+
+@pytest.mark.parametrize("spread", [0, 2, 4])
+def test_no_block_ends_on_the_padded_first_k_tile(spread):
+    """The copies past a block's last K tile repeat it unpadded (SPREAD > 0), which would read before A
+    and B if that tile were the padded tile 0: the first piece of a split keeps at least two K tiles
+    where K is padded, and a K shorter than one tile is refused by name. With SPREAD=0 nothing repeats."""
+    for split in (2, 3, 4, 8, 16):
+        p = SPEC.resolve({"SPLIT": split, "SPREAD": spread})
+        for k in range(1, 300):
+            problem = Problem(640, 640, k)
+            tiles_k, padded = -(-k // p["BK"]), k % p["BK"] != 0
+            if spread and k < p["BK"]:
+                with pytest.raises(UnsupportedShape) as refused:
+                    SPEC.check_shape(p, problem)
+                assert refused.value.rule == "k-whole-tile" and f"K={k}" in str(refused.value)
+                continue
+            SPEC.check_shape(p, problem)
+            pieces = SPEC.k_split(p, problem)
+            first = tiles_k // pieces                   # the kernel's t1 of piece 0
+            assert 1 <= pieces <= min(split, tiles_k)
+            if spread and padded and tiles_k > 1:
+                assert first >= 2, (split, k)
+            if not spread:
+                assert pieces == min(split, tiles_k)
 
 
 def test_the_workspace_sizes_agree_with_the_kernel():

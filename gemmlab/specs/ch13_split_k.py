@@ -13,13 +13,23 @@ def _tiles(p, pr) -> int:
     return -(-pr.M // p["BM"]) * -(-pr.N // p["BN"])
 
 
+def _repeats_copies(p) -> bool:
+    """Whether the copies past a block's last K tile repeat that tile (SPREAD > 0), unpadded: which tile 0
+    of a K padded at its start is not, so the kernel must never end on it (kernels/13_split_k.cu)."""
+    return p["SPREAD"] > 0
+
+
 def _pieces(p, pr) -> int:
     """Pieces along K of every tile: SPLIT, or fewer where the workspace cannot hold SPLIT partial tiles
-    of every tile (one for more tiles than it counts), and never more than K has tiles."""
+    of every tile (one for more tiles than it counts), and never more than K has tiles. Where K is padded
+    (not a multiple of BK) and the copies repeat a block's last tile, the first piece keeps at least two
+    K tiles, so that its last is never the padded tile 0."""
     if p["SPLIT"] == 1 or _tiles(p, pr) > ARRIVALS:
         return 1
     room = PARTIAL_FLOATS // (_tiles(p, pr) * p["BM"] * p["BN"])
-    return max(1, min(p["SPLIT"], room, -(-pr.K // p["BK"])))
+    tiles_k = -(-pr.K // p["BK"])
+    most = tiles_k // 2 if pr.K % p["BK"] and _repeats_copies(p) else tiles_k
+    return max(1, min(p["SPLIT"], room, most))
 
 
 def _fast_tiles(p, pr) -> int:
@@ -36,6 +46,10 @@ SHAPE_RULES = (
     ShapeRule("tile-fits", lambda p, pr: pr.M >= p["BM"] and pr.N >= p["BN"],
               lambda p, pr: (f"its edge tiles are moved back inside C instead of checked, so C must be at least one "
                              f"tile of {p['BM']} x {p['BN']}: got {pr.M} x {pr.N}. Pick smaller tiles (BM, BN)")),
+    ShapeRule("k-whole-tile", lambda p, pr: pr.K >= p["BK"] or not _repeats_copies(p),
+              lambda p, pr: (f"with SPREAD={p['SPREAD']}, the copies past a block's last K tile repeat it as a whole "
+                             f"tile, and K={pr.K} is shorter than one (BK={p['BK']}): they would read outside A "
+                             f"and B. Use SPREAD=0, or a K of at least BK")),
     ShapeRule("row-offsets", lambda p, pr: p["BM"] * pr.lda < 2**31 and p["BK"] * pr.ldb < 2**31,
               lambda p, pr: (f"a thread's copies within a tile are addressed with 32-bit offsets: BM x lda and "
                              f"BK x ldb must stay under 2^31 (got {p['BM']} x {pr.lda} and {p['BK']} x {pr.ldb})")),
