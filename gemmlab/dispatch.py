@@ -14,10 +14,13 @@ configuration c of a kernel:
   `waves`). Chapter 11's split of a last wave is counted by the launcher's own estimate
   (spec.split_time); a tile cut along K by chapter 13's SPLIT is that many blocks, each with its
   share of the K steps.
+* A configuration stands for every value of its split tunables (11's and 13's `SPLIT`): its constants are
+  fitted to the timings of all its splits, and a plan prices each split.
 * `K steps` is K per block, in the kernel's K tiles; `per_tile` is what a block costs beyond them
   (filling the pipeline, the epilogue).
-* `chain` is what each piece of chapter 11's split tiles adds (the pieces add into C one after another;
-  `pieces` is 0 where nothing is split); `checked` is the share of tiles on a kernel's slow copy path
+* `chain` is what each piece of a split tile adds, fitted per kernel: chapter 11's pieces add into C one
+  after another, and chapter 13's last piece of a tile reads every piece's partial tile, one load after
+  another (`pieces` is 0 where nothing is split); `checked` is the share of tiles on a kernel's slow copy path
   (plan.Launch.fast_tiles), but no less than one of the busiest SM's blocks where any tile takes it
   (in a launch of one round, one slow tile sets the time), and `ragged_kernel` how much longer such a
   tile takes, fitted per copy path (kernels that share one share it).
@@ -349,6 +352,7 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
         "chain_us": chain,
         "ragged": ragged,
         "ragged_by_kernel": by_kernel,
+        "chain_by_kernel": chain_by_kernel,
         "fit": {"rows": int(errors.size), "median_error": float(np.median(errors)),
                 "worst_error": float(errors.max())},
         "candidates": candidates,
@@ -393,6 +397,7 @@ class Model:
     candidates: tuple[Candidate, ...]
     dropped: tuple[str, ...]       # kernels left out: their code changed since the fit
     ragged_by_kernel: dict = dataclasses.field(default_factory=dict)   # a kernel's own `ragged`, where fitted
+    chain_by_kernel: dict = dataclasses.field(default_factory=dict)    # a kernel's own `chain`, where it has one
 
     @property
     def label(self) -> str:
@@ -410,7 +415,8 @@ def load(path: Path) -> Model:
                       for c in data["candidates"] if c["kernel"] not in changed)
         return Model(path, data["device"], data["record"]["date"], float(data["launch_us"]), float(data["alone"]),
                      float(data["chain_us"]), float(data["ragged"]), cands, tuple(changed),
-                     {k: float(v) for k, v in data.get("ragged_by_kernel", {}).items()})
+                     {k: float(v) for k, v in data.get("ragged_by_kernel", {}).items()},
+                     {k: float(v) for k, v in data.get("chain_by_kernel", {}).items()})
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise NotFitted(f"the fitted model {path} cannot be read ({exc}); restore it, or remake it from the "
                         f"record with `python -m gemmlab fit`") from None

@@ -49,9 +49,11 @@ def show_plans(shapes: list[tuple[int, int, int]]) -> None:
     markdown(table(["M x N x K", "kernel", "configuration (against its defaults)", "tiles split along K",
                     "SMs with a block", "reshaped", "predicted us", "predicted TFLOP/s"], rows)
              + f"\n\nPredicted by the {plans[0].basis}: a model, not a measurement. Its fitted constants: a launch "
-               f"{m.launch_us:.1f} us; chapter 11's pieces of a split tile add into C one after another, {m.chain_us:.1f} us "
-               f"each; a tile on a kernel's slow copy path (rows not 16-byte multiples, or a ragged edge) takes "
-               f"{1 + m.ragged:.2f} times as long"
+               f"{m.launch_us:.1f} us; a split tile's chain, per piece: "
+               + ", ".join(f"{name}'s {c:.1f} us" for name, c in sorted(m.chain_by_kernel.items()))
+               + " (chapter 11's pieces add into C one after another, chapter 13's last piece reads the others' "
+                 "partial tiles); a tile on a kernel's slow copy path (rows not 16-byte multiples, or a ragged "
+                 f"edge) takes {1 + m.ragged:.2f} times as long"
                + "".join(f", {name}'s {1 + r:.2f}" for name, r in sorted(m.ragged_by_kernel.items()))
                + ". `python -m gemmlab bench matmul --size M N K` times a plan against cuBLAS on a GPU.")
 
