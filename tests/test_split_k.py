@@ -19,7 +19,9 @@ SHAPES = [
     Problem(1024, 1024, 1024),                    # whole tiles, 16-byte copies of B
     Problem(1023, 1025, 1021),                    # ragged everywhere: 4-byte copies, edges moved, K padded
     Problem(130, 4099, 33, alpha=0.5, beta=-1.0), # K shorter than a few tiles, beta read
-    Problem(128, 128, 7),                         # K shorter than one tile: only the padded tile
+    Problem(128, 128, 7),                         # K shorter than one tile: only the padded tile (SPREAD=0)
+    Problem(1511, 131, 26),                       # two K tiles, the first padded: never a piece of its own
+    Problem(640, 520, 72),                        # five, the first padded: a first piece of at least two
     Problem(300, 260, 2000, lda=2004, ldb=264, ldc=261, alpha=-2.0, beta=0.25),   # padded rows, C's odd
 ]
 
@@ -32,6 +34,11 @@ def test_split_k_is_right_on_every_path(cfg):
     are back at 0 after each launch)."""
     kernel = bench.Kernel(SPEC, cfg)
     for problem in SHAPES:
+        if kernel.params["SPREAD"] and problem.K < kernel.params["BK"]:
+            with pytest.raises(UnsupportedShape) as refused:     # the repeated copies would read outside
+                kernel.validate(problem, seed=7)
+            assert refused.value.rule == "k-whole-tile"
+            continue
         for seed in (7, 8):
             check = kernel.validate(problem, seed=seed)
             assert check.ok, f"{cfg} {problem}: {check}"
