@@ -262,7 +262,8 @@ def cmd_check(args) -> int:
 def cmd_record(args) -> int:
     from . import recorder
     path = recorder.record(args.kernel or None, ladder=args.ladder, final=args.final, profiles=args.profiles,
-                           memory=args.memory, matmul=args.matmul, matmul_training=args.matmul_training)
+                           memory=args.memory, matmul=args.matmul, matmul_training=args.matmul_training,
+                           matmul_refresh=args.matmul_refresh)
     print(f"wrote {path}")
     return 0
 
@@ -347,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--memory", action="store_true", help="re-measure the memory latencies and bandwidths")
     p.add_argument("--matmul-training", action="store_true",
                    help="time the plan's best few options at its training shapes (then `fit` refits the model)")
+    p.add_argument("--matmul-refresh", action="store_true",
+                   help="time anew the training launches of kernels whose code changed since (then `fit`)")
     p.add_argument("--matmul", action="store_true", help="gemmlab.matmul against cuBLAS over issue 17's shape suite")
     p.set_defaults(fn=cmd_record)
     args = parser.parse_args(argv)

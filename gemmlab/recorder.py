@@ -136,6 +136,10 @@ def _precompile(jobs: list[tuple[KernelSpec, dict]], progress: bool) -> None:
     precompile([(spec.name, cfg, arch) for spec, cfg in jobs], progress)
 
 
+# How many training launches `record --matmul-refresh` times between saves of the record.
+REFRESH_SAVE_EVERY = 50
+
+
 def _merged(old: list[dict], new: list[dict]) -> list[dict]:
     """Timings by (kernel, configuration, shape): the new where both have one."""
     def key(r: dict) -> str:
@@ -161,7 +165,8 @@ def _runs(spec, cfg: dict, shape) -> bool:
 
 def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_dir: Path | None = None,
            progress: bool = True, ladder: bool = False, final: bool = False, profiles: bool = False,
-           memory: bool = False, matmul: bool = False, matmul_training: bool = False) -> Path:
+           memory: bool = False, matmul: bool = False, matmul_training: bool = False,
+           matmul_refresh: bool = False) -> Path:
     """Measure and write a record for this GPU. Every result was validated first (bench.bench
     raises on a wrong answer, and a failing configuration aborts the record).
     With nothing asked for: everything. With kernels: only their results (and counters) are
@@ -169,14 +174,16 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
     in the record), `final` the per-shape search and table, `profiles` every kernel's Nsight
     Compute counters and profiles and the memory probes (with kernels: only theirs, and no
     probes), `memory` the memory probes alone, `matmul_training` the plan's training shapes (refit
-    with `python -m gemmlab fit` after it), `matmul` gemmlab.matmul against cuBLAS over issue 17's
-    suite and the heatmap's grid (before and after dispatch). What the record holds of kernels that
-    no longer exist is dropped."""
+    with `python -m gemmlab fit` after it), `matmul_refresh` the training timings of kernels whose code
+    has changed since (the same launches, timed anew), `matmul` gemmlab.matmul against cuBLAS over
+    issue 17's suite and the heatmap's grid (before and after dispatch). What the record holds of
+    kernels that no longer exist is dropped."""
     facts = device.facts()
     if facts is None:
         raise RuntimeError(device.why_unavailable())
     path = (out_dir or records.own_dir()) / f"{records.slug(facts.name)}.json"
-    everything = not (kernels or ladder or final or profiles or memory or matmul or matmul_training)
+    training = matmul_training or matmul_refresh
+    everything = not (kernels or ladder or final or profiles or memory or matmul or training)
     # read what is there before measuring: a damaged file stops us now, not after an hour
     data = {"results": [], "sources": {}, "ncu": {}}
     if not everything and path.exists():
@@ -188,14 +195,35 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
     data["results"] = [r for r in data["results"] if r["kernel"] in registry.KERNELS]
     data["sources"] = {k: v for k, v in data["sources"].items() if k in registry.KERNELS}
     data["ncu"] = {k: v for k, v in data["ncu"].items() if k in registry.KERNELS}
-    alone = (matmul or matmul_training) and not (kernels or ladder or final or profiles or memory)
+    alone = (matmul or training) and not (kernels or ladder or final or profiles or memory)
     if alone and "device" not in data:
         raise RuntimeError(f"there is no record of this GPU at {path} to add gemmlab.matmul's measurements to; "
                            f"record everything first: `python -m gemmlab record`")
     today = {"date": _dt.date.today().isoformat()}
+    code = {name: identity.code_hash(spec.path) for name, spec in registry.KERNELS.items()}
+
+    def dated(rows: list[dict]) -> list[dict]:
+        """Training rows with the day and their kernel's code identity: they gather over many runs,
+        through changes of a kernel's code, and each must say which code it timed."""
+        return [{**r, **today, "source": code[r["kernel"]]} for r in rows]
+
+    if matmul_refresh:                         # launches timed on older code of their kernel, timed anew
+        old = records.Record(path, data)
+        stale = [r for r in data.get("dispatch_training", []) if r["kernel"] in registry.KERNELS
+                 and not old.row_is_fresh(r)]
+        jobs = [(registry.get(r["kernel"]), r["params"], records.shape_key(r)) for r in stale]
+        _precompile([(spec, cfg) for spec, cfg, _ in jobs], progress)
+        bar = tqdm(total=len(jobs), desc="training launches timed anew", disable=not progress)
+        for start in range(0, len(jobs), REFRESH_SAVE_EVERY):   # saved as it goes: a rerun goes on from there
+            done = []
+            for spec, cfg, shape in jobs[start:start + REFRESH_SAVE_EVERY]:
+                done.append(bench.bench(spec, cfg, shape, budget_s=0.25).as_row())
+                bar.update()
+            data["dispatch_training"] = _merged(data["dispatch_training"], dated(done))
+            _save(path, data)
+        bar.close()
     if matmul_training:                        # the plan's best few options where it chooses (its own model's)
-        new = [{**r, **today} for r in library.measure_training(course.DISPATCH_TRAINING_SHAPES,
-                                                               course.DISPATCH_TRIES, progress)]
+        new = dated(library.measure_training(course.DISPATCH_TRAINING_SHAPES, course.DISPATCH_TRIES, progress))
         # added to the earlier rounds' rows (a new timing of the same launch replaces the old): what an
         # earlier model chose and the GPU disproved stays in the fit, so a refit cannot choose it again
         data["dispatch_training"] = _merged(data.get("dispatch_training", []), new)

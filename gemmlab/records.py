@@ -2,10 +2,12 @@
 
 Each file under gemmlab/data/ is one device's record: the device, versions and date, and the
 source identity of every kernel measured (identity.code_hash: comments do not count). Results
-of a kernel whose code has changed since are refused as stale.
+of a kernel whose code has changed since are refused as stale; the plan's training rows carry
+their own source identity, as they gather over many runs.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -85,6 +87,21 @@ def shape_label(shape) -> str:
     return "x".join(map(str, shape))
 
 
+def _is_current(kernel: str, recorded: str | None) -> bool:
+    """Whether `recorded` is the code hash of the kernel's file as it is now."""
+    spec = registry.KERNELS.get(kernel)
+    if spec is None or not spec.path.exists():
+        return False
+    stat = spec.path.stat()
+    return recorded == _code_hash(spec.path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _code_hash(path: Path, mtime_ns: int, size: int) -> str:
+    """identity.code_hash, once per version of the file (a record has thousands of rows to judge)."""
+    return identity.code_hash(path)
+
+
 @dataclass
 class Record:
     path: Path
@@ -100,9 +117,13 @@ class Record:
 
     def stale_kernels(self) -> list[str]:
         """Kernels whose code changed since this record was made (or that no longer exist)."""
-        return [name for name, recorded in self.data["sources"].items()
-                if name not in registry.KERNELS or not registry.KERNELS[name].path.exists()
-                or identity.code_hash(registry.KERNELS[name].path) != recorded]
+        return [name for name, recorded in self.data["sources"].items() if not _is_current(name, recorded)]
+
+    def row_is_fresh(self, row: dict) -> bool:
+        """Whether a timing was made with its kernel's code as it is now: by the row's own `source`
+        where it has one (the plan's training rows, added round by round, carry theirs), else by the
+        record's."""
+        return _is_current(row["kernel"], row.get("source", self.data["sources"].get(row["kernel"])))
 
     def section(self, name: str, what: str):
         """A part of the record by name ('chapter00', 'ladder', 'final', ...); NotRecorded saying

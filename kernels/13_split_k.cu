@@ -270,16 +270,30 @@ __device__ __forceinline__ bool gather_pieces(float (&acc)[TROWS][TCOLS], unsign
     // exercise: end
     const float4* tile_parts = partials + (size_t)tile * QUADS * THREADS + tid;
     const size_t piece_stride = (size_t)tiles * QUADS * THREADS;
+    // Every piece's part, its own too, in piece order: the same sum whichever piece came last. A
+    // batch of quads is read a piece at a time, its loads all in flight together, so a piece costs
+    // one wait on L2 a batch rather than one a quad (8 quads: 32 registers more at most).
+    constexpr int BATCH = QUADS < 8 ? QUADS : 8;
 #pragma unroll
-    for (int q = 0; q < QUADS; ++q) {          // every piece's part, its own too, in piece order:
-        float4 sum = __ldcg(tile_parts + q * THREADS);   // the same sum whichever piece came last
+    for (int q0 = 0; q0 < QUADS; q0 += BATCH) {
+        float4 sum[BATCH];
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b) sum[b] = __ldcg(tile_parts + (q0 + b) * THREADS);
 #pragma unroll 1
         for (int p = 1; p < pieces; ++p) {
-            const float4 w = __ldcg(tile_parts + p * piece_stride + q * THREADS);
-            sum.x += w.x; sum.y += w.y; sum.z += w.z; sum.w += w.w;
+            float4 w[BATCH];
+#pragma unroll
+            for (int b = 0; b < BATCH; ++b) w[b] = __ldcg(tile_parts + p * piece_stride + (q0 + b) * THREADS);
+#pragma unroll
+            for (int b = 0; b < BATCH; ++b) {
+                sum[b].x += w[b].x; sum[b].y += w[b].y; sum[b].z += w[b].z; sum[b].w += w[b].w;
+            }
         }
-        float* v = &acc[q / (TCOLS / 4)][q % (TCOLS / 4) * 4];
-        v[0] = sum.x; v[1] = sum.y; v[2] = sum.z; v[3] = sum.w;
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b) {
+            float* v = &acc[(q0 + b) / (TCOLS / 4)][(q0 + b) % (TCOLS / 4) * 4];
+            v[0] = sum[b].x; v[1] = sum[b].y; v[2] = sum[b].z; v[3] = sum[b].w;
+        }
     }
     return true;
 }

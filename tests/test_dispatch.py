@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from gemmlab import arch, dispatch, records, registry
+from gemmlab import arch, dispatch, identity, records, registry
 from gemmlab.spec import BadProblem, Problem
 from prose import chapter_prose
 
@@ -195,6 +195,21 @@ def test_a_kernel_changed_since_the_fit_is_left_out(tmp_path, monkeypatch):
     path.write_text(json.dumps(data))
     m = dispatch.load(path)
     assert m.dropped == (name,) and all(c.spec.name != name for c in m.candidates)
+
+
+def test_the_fit_leaves_out_training_rows_timed_on_older_code_of_their_kernel():
+    rec = records.latest()
+    current = copy.deepcopy(rec.data)
+    rows = [r for r in current["dispatch_training"] if r["kernel"] == "13_split_k"]
+    assert rows
+    for r in rows:
+        r["source"] = identity.code_hash(registry.get("13_split_k").path)
+    changed = copy.deepcopy(current)
+    for r in [r for r in changed["dispatch_training"] if r["kernel"] == "13_split_k"][::2]:
+        r["source"] = "0" * 16
+    kept = dispatch.training_rows(records.Record(rec.path, changed))
+    assert all(r.get("source") != "0" * 16 for r in kept)
+    assert len(kept) == len(dispatch.training_rows(records.Record(rec.path, current))) - len(rows[::2])
 
 
 def test_a_damaged_model_falls_back_to_a_kernel_that_runs_the_shape(tmp_path, monkeypatch):

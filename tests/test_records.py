@@ -1,7 +1,10 @@
 """Recorded GPU results: present, complete and fresh."""
+import copy
+import json
+
 import pytest
 
-from gemmlab import course, records, registry
+from gemmlab import course, identity, records, registry
 
 
 def test_a_record_is_shipped():
@@ -38,6 +41,24 @@ def test_stale_source_is_refused(monkeypatch):
     monkeypatch.setitem(record.data["sources"], "01_naive", "0" * 16)
     with pytest.raises(records.StaleRecord, match="older version"):
         record.results("01_naive")
+
+
+def test_a_training_row_is_judged_by_its_own_source_where_it_has_one():
+    record = records.latest()
+    row = next(r for r in record.data["dispatch_training"] if r["kernel"] == "13_split_k")
+    current = identity.code_hash(registry.get("13_split_k").path)
+    assert record.row_is_fresh({**row, "source": current})
+    assert not record.row_is_fresh({**row, "source": "0" * 16}), "a row timed on other code is stale"
+    assert not record.row_is_fresh({**row, "kernel": "99_gone", "source": current})
+    unsourced = {k: v for k, v in row.items() if k != "source"}
+    assert record.row_is_fresh(unsourced) == (record.data["sources"]["13_split_k"] == current)
+
+
+@pytest.mark.parametrize("record", records.load_all(), ids=lambda r: r.path.name)
+def test_every_training_row_of_the_record_was_timed_on_its_kernel_as_it_is(record):
+    stale = sorted({r["kernel"] for r in record.data.get("dispatch_training", []) if not record.row_is_fresh(r)})
+    assert not stale, (f"{record.path.name}: training rows timed on older code of {stale}; run "
+                       f"`python -m gemmlab record --matmul-refresh` on a GPU, then `python -m gemmlab fit`")
 
 
 @pytest.mark.parametrize("record", records.load_all(), ids=lambda r: r.path.name)
@@ -128,3 +149,21 @@ def test_the_issue_slot_product_is_the_speed_of_the_profiled_launch(record):
 def test_latencies_are_recorded_and_ordered(record):
     lat = record.section("latency", "the memory latencies")
     assert 0 < lat["shared_cycles"] < lat["l2_cycles"] < lat["dram_cycles"]
+
+
+@pytest.mark.gpu
+def test_refresh_times_anew_the_training_rows_of_older_code_and_only_those(tmp_path):
+    from gemmlab import device, recorder
+    data = copy.deepcopy(records.latest().data)
+    small = sorted((r for r in data["dispatch_training"] if r["kernel"] == "13_split_k"),
+                   key=lambda r: r["M"] * r["N"] * r["K"])[:2]
+    old, fresh = {**small[0], "source": "0" * 16}, small[1]
+    data["dispatch_training"] = [old, fresh]
+    path = tmp_path / f"{records.slug(device.facts().name)}.json"
+    path.write_text(json.dumps(data))
+    recorder.record(matmul_refresh=True, out_dir=tmp_path, progress=False)
+    again, kept = json.loads(path.read_text())["dispatch_training"]
+    assert kept == fresh, "a row timed on the kernel as it is stays as it was"
+    assert again["source"] == identity.code_hash(registry.get("13_split_k").path)
+    assert (again["params"], records.shape_key(again)) == (old["params"], records.shape_key(old))
+    assert again["rel_err"] <= again["tol"] and again["reps"] > 0
