@@ -93,9 +93,28 @@ def _aligned_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int
     return tuple(shapes)
 
 
+def _short_side_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
+    """Shapes with one short side: M (or, every other one, N) drawn log-uniformly from 128 to 1024, the
+    other two from 2048 to 16384, half of them rounded to multiples of 8, by a seeded draw, none of them
+    in the suite. Large tiles make a grid that fills part of the GPU there (a transformer layer at a
+    small batch), and small tiles, a split or a last wave's split compete."""
+    import random
+    rng = random.Random(seed)
+    shapes = []
+    while len(shapes) < count:
+        short = round(2 ** rng.uniform(7, 10))
+        long_, k = (round(2 ** rng.uniform(11, 14)) for _ in range(2))
+        shape = (short, long_, k) if len(shapes) % 2 == 0 else (long_, short, k)
+        if len(shapes) % 4 < 2:
+            shape = tuple(max(8, round(d / 8) * 8) for d in shape)
+        if shape not in MATMUL_SUITE and shape not in shapes:
+            shapes.append(shape)
+    return tuple(shapes)
+
+
 # Where `record --matmul` times the plan's best few options (DISPATCH_TRIES of them) for the fit.
 DISPATCH_TRAINING_SHAPES = (_training_shapes(48, seed=17) + _skinny_training_shapes(32, seed=12)
-                            + _aligned_training_shapes(24, seed=23))
+                            + _aligned_training_shapes(24, seed=23) + _short_side_training_shapes(16, seed=29))
 DISPATCH_TRIES = 4
 # The grid of the final chapter's heatmap of gemmlab.matmul against cuBLAS (`record --matmul`): M and N
 # over these sizes, at each of these K; before dispatch (the final kernel at its defaults) and after.

@@ -253,11 +253,12 @@ def test_chapter_13s_words_on_the_plans_match_them():
     prose = chapter_prose("13_split_k", "## One plan per shape")
     assert "at three sizes" in prose and len(course.EXPLORER_SIZES) == 3
     shapes = course.DISPATCH_TRAINING_SHAPES
-    assert "48 shapes, half of them ragged, 32 skinny ones and 24 whose rows are 16-byte multiples but whose tiles " \
-        "do not fit" in prose and len(shapes) == 104
+    assert "48 shapes, half of them ragged, 32 skinny ones, 24 whose rows are 16-byte multiples but whose tiles " \
+        "do not fit and 16 with one side of 128 to 1024" in prose and len(shapes) == 120
     assert sum(any(d % 128 for d in s) for s in shapes[:48]) == 24
     assert all(min(s[:2]) <= 128 for s in shapes[48:80])
-    assert all(d % 8 == 0 for s in shapes[80:] for d in s) and all(any(d % 128 for d in s[:2]) for s in shapes[80:])
+    assert all(d % 8 == 0 for s in shapes[80:104] for d in s) and all(any(d % 128 for d in s[:2]) for s in shapes[80:104])
+    assert all(128 <= min(s[:2]) <= 1024 and max(s[:2]) >= 2048 and s[2] >= 2048 for s in shapes[104:])
     assert "the plan's best four options, and the best option of up to three kernels those leave out" in prose
     assert course.DISPATCH_TRIES == 4 and dispatch.RUNNERS_UP == 3
     assert "For the H100 (the record's GPU; another GPU's plans may differ), at 512³, 640³ and 64 x 4096 x 4096 the " \
