@@ -140,12 +140,10 @@ def training_rows(rec: records.Record) -> list[dict]:
     per-shape search, the ladder's eight shapes, and the plan's own training shapes once `record
     --matmul-training` has run) of kernels that stage K tiles (the model's per-step cost needs them),
     leaving out timings of a kernel whose code changed since they were made."""
-    stale = set(rec.stale_kernels())
-    rows = [*(r for r in [*rec.data["results"], *rec.data.get("final_search", []), *rec.data.get("ladder", [])]
-              if r["kernel"] not in stale),
-            *(r for r in rec.data.get("dispatch_training", []) if rec.row_is_fresh(r))]
+    rows = [*rec.data["results"], *rec.data.get("final_search", []), *rec.data.get("ladder", []),
+            *rec.data.get("dispatch_training", [])]
     ridge = ridge_of(rec.device)
-    return [r for r in rows if r["kernel"] in registry.KERNELS
+    return [r for r in rows if rec.row_is_fresh(r)
             and registry.KERNELS[r["kernel"]].k_tile is not None
             and (not registry.KERNELS[r["kernel"]].streams
                  or Problem(*records.shape_key(r)).intensity <= STREAMING_REACH * ridge)]
