@@ -1,5 +1,5 @@
 # gemmlab: two commands on a fresh machine.
-#   make lab    creates the environment if missing, then opens JupyterLab on notebooks/
+#   make lab    creates the environment if missing, then opens JupyterLab on notebooks/ (.lab/ holds its settings)
 #   make test   creates the environment if missing, then runs the whole test suite
 #
 # Knobs (all optional):
@@ -55,8 +55,10 @@ env-lab: env
 env-browser: env-lab
 	@$(PY) -c 'import playwright' 2>/dev/null || $(PIP) install -q $(PIP_SOURCE) -e ".[$(EXTRAS),test,lab,browser]"
 
+# The lab's settings (127.0.0.1 with a token, notebooks/ served, no pop-ups, terminals in this environment)
+# are in .lab/jupyter_lab_config.py.
 lab: env-lab
-	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root,)
+	$(VENV)/bin/jupyter lab --config=.lab/jupyter_lab_config.py $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 # PYTEST_ARGS: more pytest options, e.g. "-n 8 --dist loadfile" (pytest-xdist: one file or notebook per
 # worker, whole) where there are cores to spare, as .ci/gpu-session does on the GPU machine.

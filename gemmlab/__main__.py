@@ -45,9 +45,21 @@ def _arch(text: str) -> str:
 
 
 def cmd_archs(args) -> int:
-    """Each kernel compiled for every architecture gemmlab knows, or the rule that refuses it."""
-    from . import support
-    rows = support.matrix(args.kernel or None, args.arch or None, _defines(args.define) or None)
+    """Each kernel compiled for every architecture gemmlab knows, or the rule that refuses it: at the
+    defaults, the shipped table where it holds for the code (support.py); with -D, compiled now;
+    with --write, the whole table compiled now and written where it ships."""
+    from . import support, toolchain
+    if args.write:
+        if args.kernel or args.arch or args.define:
+            raise UsageError("--write compiles the whole table at the defaults: give no kernel, --arch or -D with it")
+        path = support.write()
+        rows, note = support.table().rows, f"wrote {path}"
+    elif args.define:              # not the defaults: nothing precomputed holds
+        rows = support.matrix(args.kernel or None, args.arch or None, _defines(args.define), progress=True)
+        note = f"Compiled now with NVRTC {toolchain.nvrtc_build()}."
+    else:
+        found = support.table(args.kernel or None, args.arch or None, progress=True)
+        rows, note = found.rows, found.note()
     names = [c.arch for c in rows[0]]
     width = max(24, *(len(c.text) + 2 for row in rows for c in row))
     print(f"{'kernel':<20}" + "".join(f"{a:<{width}}" for a in names))
@@ -55,6 +67,7 @@ def cmd_archs(args) -> int:
         print(f"{row[0].kernel:<20}" + "".join(f"{c.text:<{width}}" for c in row))
     for detail in dict.fromkeys(c.detail for row in rows for c in row if not c.runs):
         print(f"  {detail}")
+    print(note)
     return 0
 
 
@@ -242,8 +255,13 @@ def cmd_tune(args) -> int:
 def cmd_check(args) -> int:
     from . import exercises
     try:
-        if args.start:
-            print(f"your copy of the starter: {exercises.start(args.kernel)}")
+        if args.start or args.fresh:
+            spec = exercises.spec_of(args.kernel)
+            kept = exercises.attempts(spec)
+            path = exercises.start(args.kernel, fresh=args.fresh)
+            print(f"your copy of the starter: {path}")
+            if args.fresh and exercises.attempts(spec) != kept:
+                print(f"your earlier copy is kept beside it: {exercises.attempts(spec)[-1]}")
             return 0
         if args.gpu_part:                # the child process of a check (exercises._gpu_in_child)
             import json
@@ -280,6 +298,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("kernel", nargs="*", help="kernels (default: all)")
     p.add_argument("--arch", action="append", type=_arch, help="an architecture (default: all gemmlab knows)")
     p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE", help="set a tunable (one kernel)")
+    p.add_argument("--write", action="store_true",
+                   help="compile the whole table at the defaults and write it where it ships "
+                        "(gemmlab/precomputed/support.json, what chapter 00 shows)")
     p.set_defaults(fn=cmd_archs)
     for name, fn, help_ in (("compile", cmd_compile, "compile and print the resource report"),
                             ("sass", cmd_sass, "instruction mix (or --full disassembly)")):
@@ -337,6 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument("--starter", action="store_true", help="check the untouched starter (it must fail)")
     which.add_argument("--solution", action="store_true", help="check the chapter's own kernel (it must pass)")
     which.add_argument("--start", action="store_true", help="make your copy of the starter, print its path")
+    which.add_argument("--fresh", action="store_true",
+                       help="start over: a new copy of the starter, your old copy kept beside it as NAME.attemptN.cu")
     which.add_argument("--gpu-part", action="store_true", help=argparse.SUPPRESS)   # the checker's child process
     p.set_defaults(fn=cmd_check)
     p = sub.add_parser("record", help="measure every kernel over the explorer configurations (GPU)")

@@ -3,8 +3,8 @@
 A kernel file marks its exercise with `// exercise: begin` and `// exercise: end` lines. The starter
 is the file with those lines' contents replaced by the spec's `Exercise.starter`, so it cannot drift
 from the chapter's kernel. The learner's copy lives in a workspace folder that git ignores
-(`GEMMLAB_WORKSPACE`, else `workspace/` beside the notebooks in a checkout, else
-`~/gemmlab-workspace`). `check` runs a file through the course's own pipeline: the TODOs, the
+(`GEMMLAB_WORKSPACE`, else `notebooks/workspace/` in a checkout, where JupyterLab's file browser and
+a notebook's relative link reach it, else `~/gemmlab-workspace`). `check` runs a file through the course's own pipeline: the TODOs, the
 chapter's rules, NVRTC, the evidence in the SASS and resources, and on a GPU validation over awkward
 shapes and a timing against the chapter's kernel and cuBLAS in one run.
 """
@@ -17,6 +17,7 @@ from pathlib import Path
 
 from . import device, registry, sass
 from .compile import CompileError, compile_kernel
+from .files import UnusableDirectory, private_dir, write_atomic
 from .spec import IllegalConfig, KernelSpec, Problem, UnsupportedShape
 
 BEGIN, END = "// exercise: begin", "// exercise: end"
@@ -60,27 +61,61 @@ def solution_region(spec: KernelSpec) -> str:
 
 
 def workspace() -> Path:
+    """Where the learner's copies live (the folder is not made here: `usable_workspace` makes it)."""
     if os.environ.get("GEMMLAB_WORKSPACE"):
-        return Path(os.environ["GEMMLAB_WORKSPACE"])
+        return Path(os.environ["GEMMLAB_WORKSPACE"]).expanduser()
     checkout = Path(__file__).resolve().parent.parent
-    return checkout / "workspace" if (checkout / "notebooks").is_dir() else Path.home() / "gemmlab-workspace"
+    notebooks = checkout / "notebooks"
+    return notebooks / "workspace" if notebooks.is_dir() else Path.home() / "gemmlab-workspace"
+
+
+_FIX = "set GEMMLAB_WORKSPACE to a folder of your own"
+
+
+def usable_workspace() -> Path:
+    """The workspace, made if missing, refused (UnusableDirectory, with what to do) where it is a link,
+    a file, another user's folder or one that others may write: a learner's copy is never written
+    through a link planted there."""
+    return private_dir(workspace(), "the exercise workspace", _FIX)
 
 
 def learner_file(spec: KernelSpec) -> Path:
     return workspace() / spec.path.name
 
 
+def _refuse_link(path: Path) -> None:
+    if path.is_symlink():
+        raise UnusableDirectory(f"{path} is a symbolic link; gemmlab writes only plain files in the workspace: "
+                                f"remove the link, or {_FIX}")
+
+
+def _attempt_path(path: Path) -> Path:
+    """The first free name for an earlier attempt: 04_bank_conflicts.attempt1.cu, .attempt2.cu, ..."""
+    n = 1
+    while (old := path.with_name(f"{path.stem}.attempt{n}{path.suffix}")).exists() or old.is_symlink():
+        n += 1
+    return old
+
+
 def start(chapter: str | int, fresh: bool = False) -> Path:
-    """The learner's copy of the chapter's starter, made if missing (or remade with fresh=True,
-    keeping the old one beside it as .bak)."""
+    """The learner's copy of the chapter's starter, made if missing. fresh=True starts over: the copy
+    there is kept beside the new one as NAME.attemptN.cu (the first free N), never overwritten."""
     spec = spec_of(chapter)
+    usable_workspace()
     path = learner_file(spec)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _refuse_link(path)
     if path.exists() and fresh:
-        path.replace(path.with_suffix(".cu.bak"))
+        path.rename(_attempt_path(path))
     if not path.exists():
-        path.write_text(starter_text(spec))
+        write_atomic(path, starter_text(spec))
     return path
+
+
+def attempts(spec: KernelSpec) -> list[Path]:
+    """The learner's earlier attempts kept by start(fresh=True), oldest first."""
+    path = learner_file(spec)
+    found = path.parent.glob(f"{path.stem}.attempt*{path.suffix}")
+    return sorted(found, key=lambda p: int(re.sub(r"\D", "", p.name[len(path.stem):]) or 0))
 
 
 # --- the verdict -------------------------------------------------------------------------------
@@ -89,7 +124,8 @@ def start(chapter: str | int, fresh: bool = False) -> Path:
 class Verdict:
     kernel: str
     file: str
-    lines: list[tuple[bool, str]] = field(default_factory=list)
+    lines: list[tuple[bool, str]] = field(default_factory=list)    # the checks that ran: passed or not
+    not_run: list[str] = field(default_factory=list)                 # the checks that could not run, and why
     gpu: str = ""                      # "" where there was none, else the device's name
     tflops: float | None = None
     solution_tflops: float | None = None
@@ -104,15 +140,32 @@ class Verdict:
         return ok
 
     @property
+    def shown_file(self) -> str:
+        return shown_path(Path(self.file))
+
+    @property
     def summary(self) -> str:
         if not self.passed:
             return "FAIL"
         return f"PASS on {self.gpu}" if self.gpu else "PASS without a GPU (static checks only)"
 
     def __str__(self) -> str:
-        head = f"{self.summary}: {self.kernel} exercise, {self.file}"
-        body = "\n".join(f"  {'ok  ' if ok else 'FAIL'} {text}" for ok, text in self.lines)
-        return f"{head}\n{body}"
+        head = f"{self.summary}: {self.kernel} exercise, {self.shown_file}"
+        body = [f"  {'ok  ' if ok else 'FAIL'} {text}" for ok, text in self.lines]
+        body += [f"  not run: {text}" for text in self.not_run]
+        return "\n".join([head, *body])
+
+
+def shown_path(path: Path) -> str:
+    """A path as a learner reads it and a saved notebook may keep it: relative to the working folder
+    where it lies inside it (a notebook's folder), else from ~, else whole."""
+    path = Path(os.path.abspath(path))
+    for base, prefix in ((Path.cwd(), ""), (Path.home(), "~/")):
+        try:
+            return prefix + path.relative_to(base).as_posix()
+        except ValueError:
+            continue
+    return str(path)
 
 
 def _todos(text: str) -> list[int]:
@@ -127,7 +180,7 @@ def _todos(text: str) -> list[int]:
 
 def _compile_lines(exc: CompileError, path: Path) -> str:
     errors = [line for line in exc.log.splitlines() if "error" in line] or exc.log.strip().splitlines()[:1]
-    return "does not compile:\n" + "\n".join(f"      {e}" for e in errors[:5]) + f"\n      (file {path})"
+    return "does not compile:\n" + "\n".join(f"      {e}" for e in errors[:5]) + f"\n      (file {shown_path(path)})"
 
 
 def _evidence(spec: KernelSpec, mine, theirs, verdict: Verdict) -> None:
@@ -270,14 +323,14 @@ def check(chapter: str | int, file: str | Path | None = None, which: str = "lear
     if which == "solution":
         path = spec.path
     elif which == "starter":
-        path = workspace() / ".starters" / spec.path.name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(starter_text(spec))
+        folder = private_dir(usable_workspace() / ".starters", "the exercise workspace", _FIX)
+        path = folder / spec.path.name
+        write_atomic(path, starter_text(spec))
     else:
         path = Path(file) if file else learner_file(spec)
     verdict = Verdict(spec.name, str(path))
     if not path.exists():
-        verdict.add(False, f"no file at {path}: gl.exercise(\"{spec.name[:2]}\") (or `python -m gemmlab check "
+        verdict.add(False, f"no file at {shown_path(path)}: gl.exercise(\"{spec.name[:2]}\") (or `python -m gemmlab check "
                            f"{spec.name[:2]} --start`) makes your copy of the starter")
         return verdict
     text = path.read_text()
@@ -308,8 +361,8 @@ def check(chapter: str | int, file: str | Path | None = None, which: str = "lear
     if gpu:
         _gpu_in_child(spec, path, verdict)
     else:
-        verdict.add(True, "correctness and speed need a GPU: "
-                          + (device.why_unavailable() if not device.available() else "not asked for"))
+        verdict.not_run.append("correctness and speed, which need a GPU: "
+                               + (device.why_unavailable() if not device.available() else "not asked for"))
     return verdict
 
 

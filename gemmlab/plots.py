@@ -1,8 +1,12 @@
 """Matplotlib figures, drawn from real parameters and measurements. Nothing else lives here."""
 from __future__ import annotations
 
+import io
+
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
 
 from . import roofline as model
 
@@ -205,22 +209,47 @@ def config_heatmap(spec, rows, label: str, cells: int = 48):
     _finish(fig, label)
 
 
-def explorer_bars(title: str, kernel_gflops: float, cublas_gflops: float, peak_gflops: float, label: str):
+# The explorer's chart is redrawn by a slider's callback, outside any cell: there pyplot's figure manager
+# and the inline backend's display hooks are not to be relied on (under ipykernel 7 a redraw from the
+# browser came out half drawn). So it is a Figure of its own, in matplotlib's default style at a fixed
+# resolution, rendered to PNG here: the same bytes in any kernel, whatever its backend or settings.
+EXPLORER_DPI = 100
+
+
+def _default_style():
+    return matplotlib.rc_context({k: v for k, v in matplotlib.rcParamsDefault.items() if k != "backend"})
+
+
+def explorer_bars(title: str, kernel_gflops: float, cublas_gflops: float, peak_gflops: float, label: str) -> Figure:
     """The kernel, cuBLAS and the FP32 peak; on a log axis where the kernel is under a fifth of
     cuBLAS, so that a kernel at 1% of it is still a bar."""
-    fig, ax = plt.subplots(figsize=(6.5, 1.9))
-    values = np.array([peak_gflops, cublas_gflops, kernel_gflops]) / 1e3
-    left = 0.0
-    if cublas_gflops > 5 * kernel_gflops:
-        ax.set_xscale("log")
-        left = 10 ** np.floor(np.log10(values.min() / 1.5))
-    ax.barh(["FP32 peak", "cuBLAS", title], values - left, left=left, color=["0.8", "C3", "C0"])
-    ax.set_xlabel("TFLOP/s" + (" (log scale)" if left else ""))
-    ax.set_xlim(left or 0, values.max() * (2.5 if left else 1.18))
-    for y, v in enumerate(values):
-        ax.annotate(f"{v:.2f}" + (f" ({kernel_gflops / cublas_gflops:.1%} of cuBLAS)" if y == 2 else ""), (v, y),
-                    xytext=(3, 0), textcoords="offset points", fontsize=8, va="center")
-    _finish(fig, label)
+    with _default_style():
+        fig = Figure(figsize=(6.5, 1.9), dpi=EXPLORER_DPI)
+        ax = fig.subplots()
+        values = np.array([peak_gflops, cublas_gflops, kernel_gflops]) / 1e3
+        left = 0.0
+        if cublas_gflops > 5 * kernel_gflops:
+            ax.set_xscale("log")
+            left = 10 ** np.floor(np.log10(values.min() / 1.5))
+        ax.barh(["FP32 peak", "cuBLAS", title], values - left, left=left, color=["0.8", "C3", "C0"])
+        ax.set_xlabel("TFLOP/s" + (" (log scale)" if left else ""))
+        ax.set_xlim(left or 0, values.max() * (2.5 if left else 1.18))
+        for y, v in enumerate(values):
+            ax.annotate(f"{v:.2f}" + (f" ({kernel_gflops / cublas_gflops:.1%} of cuBLAS)" if y == 2 else ""), (v, y),
+                        xytext=(3, 0), textcoords="offset points", fontsize=8, va="center")
+        fig.text(0.99, 0.01, label, ha="right", va="bottom", fontsize=7, color="0.4")
+        fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return fig
+
+
+def explorer_bars_png(title: str, kernel_gflops: float, cublas_gflops: float, peak_gflops: float,
+                      label: str) -> bytes:
+    """explorer_bars as PNG bytes, the same in any kernel."""
+    with _default_style():
+        out = io.BytesIO()
+        explorer_bars(title, kernel_gflops, cublas_gflops, peak_gflops, label).savefig(
+            out, format="png", dpi=EXPLORER_DPI, metadata={"Software": None})
+    return out.getvalue()
 
 
 def thread_map(spec, params, label: str = ""):

@@ -3,6 +3,8 @@ one for the matrix size. Every change recompiles and shows the resource report, 
 speed against cuBLAS from source.here(): validated and measured now on a GPU, else the record's."""
 from __future__ import annotations
 
+import threading
+
 import ipywidgets as w
 
 from . import bench, course, dispatch, plots, records, registry, source
@@ -42,42 +44,56 @@ def explorer(name: str, arch: str | None = None):
     size = w.SelectionSlider(options=list(course.EXPLORER_SIZES), value=course.EXPLORER_SIZES[-1],
                              description="M=N=K", continuous_update=False)
     report, result = w.Output(), w.Output()
+    chart = w.Image(format="png", layout=w.Layout(display="none", height="auto", max_width="100%"))
+    busy = threading.Lock()     # one redraw at a time, whichever thread the kernel runs callbacks on
+
+    def show_chart(png: bytes | None):
+        """The chart's picture, or none: nothing of another configuration stays on screen."""
+        chart.value = png or b""
+        chart.layout.display = None if png else "none"
+        if png:     # at its own size (pixel for pixel), narrower only where the cell is narrower
+            chart.layout.width = f"{int.from_bytes(png[16:20], 'big')}px"     # the PNG header's width
 
     def update(_=None):
-        params = {k: s.value for k, s in sliders.items()}
-        report.clear_output(wait=True)
-        result.clear_output(wait=True)
-        with report:
-            try:
-                build = compile_kernel(spec, params, arch)
-            except (IllegalConfig, CompileError) as exc:
-                print(f"refused: {exc}")
-                with result:          # nothing of another configuration stays on screen
-                    print("no measurement: this configuration is refused (above)")
-                return
-            print(build.report())
-            if build.resources.spills:
-                print("note: this configuration spills registers to local memory; expect it to be slower")
-        with result:
-            try:
-                row = src.result(spec, build.params, size.value)
-            except (records.NotRecorded, records.StaleRecord, bench.ValidationFailed) as exc:
-                print(exc)
-                return
-            print(f"{row['gflops'] / 1e3:.2f} TFLOP/s = {row['ratio']:.1%} of cuBLAS "
-                  f"({row['cublas_gflops'] / 1e3:.2f} TFLOP/s, same run); "
-                  f"validated: relative error {row['rel_err']:.1e}")
-            ref = src.beside(spec, build.params, size.value)
-            if ref is not None:
-                print(f"{src.reference.label}: {ref['gflops'] / 1e3:.2f} TFLOP/s = {ref['ratio']:.1%} of cuBLAS")
-            plots.explorer_bars(spec.title, row["gflops"], row["cublas_gflops"], source.ceilings()[0], src.label)
+        with busy:
+            params = {k: s.value for k, s in sliders.items()}
+            report.clear_output(wait=True)
+            result.clear_output(wait=True)
+            with report:
+                try:
+                    build = compile_kernel(spec, params, arch)
+                except (IllegalConfig, CompileError) as exc:
+                    print(f"refused: {exc}")
+                    show_chart(None)
+                    with result:
+                        print("no measurement: this configuration is refused (above)")
+                    return
+                print(build.report())
+                if build.resources.spills:
+                    print("note: this configuration spills registers to local memory; expect it to be slower")
+            with result:
+                try:
+                    row = src.result(spec, build.params, size.value)
+                except (records.NotRecorded, records.StaleRecord, bench.ValidationFailed) as exc:
+                    show_chart(None)
+                    print(exc)
+                    return
+                print(f"{row['gflops'] / 1e3:.2f} TFLOP/s = {row['ratio']:.1%} of cuBLAS "
+                      f"({row['cublas_gflops'] / 1e3:.2f} TFLOP/s, same run); "
+                      f"validated: relative error {row['rel_err']:.1e}")
+                ref = src.beside(spec, build.params, size.value)
+                if ref is not None:
+                    print(f"{src.reference.label}: {ref['gflops'] / 1e3:.2f} TFLOP/s = {ref['ratio']:.1%} of cuBLAS")
+            show_chart(plots.explorer_bars_png(spec.title, row["gflops"], row["cublas_gflops"], source.ceilings()[0],
+                                               src.label))
 
     for control in (*sliders.values(), size):
         control.observe(update, names="value")
     update()
     # many tunables wrap onto several rows instead of one row wider than the cell
     controls = w.HBox(list(sliders.values()) + [size], layout=w.Layout(flex_flow="row wrap"))
-    return Panel([w.HTML(f"<b>{spec.title}</b>: {spec.technique}"), controls, report, result], explorer_summary(name))
+    return Panel([w.HTML(f"<b>{spec.title}</b>: {spec.technique}"), controls, report, result, chart],
+                 explorer_summary(name))
 
 
 def plan_explorer(M: int = 3000, N: int = 3000, K: int = 3000):

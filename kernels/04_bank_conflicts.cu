@@ -9,7 +9,9 @@
 //
 // LAYOUT picks the fix:
 //   0  none: row stride TILE (a 32-way conflict when TILE is a multiple of 32)
-//   1  padding: one extra word per row (stride TILE + 1), so lane f lands in bank (f + k) % 32
+//   1  padding: each row made a little longer than TILE words, so consecutive rows start in
+//      different banks and the 32 lanes reading one column of Bt fall in 32 different banks
+//      (at the cost of a few words of shared memory)
 //   2  XOR swizzle: word k of row n is stored at column k ^ (n % TILE); no wasted memory
 // The A tile and everything else is as in chapter 03.
 

@@ -1,15 +1,28 @@
-"""The course in a real browser: JupyterLab started as `make lab` starts it, driven by Chromium
-through Playwright. Three chapters run from top to bottom with no error, and chapter 03's explorer
-answers its sliders: a legal configuration shows a new result, a refused one shows only the refusal.
+"""The course in a real browser: JupyterLab started with the settings `make lab` uses
+(.lab/jupyter_lab_config.py), driven by Chromium through Playwright, with no GPU.
+
+- Three chapters run from top to bottom with no error, and chapter 03's explorer refuses a refused
+  configuration.
+- The learner's loop, in an early, a middle and a late chapter: the exercise's link opens the learner's
+  copy in JupyterLab's editor; the check fails on the starter; a fix typed into the editor and saved
+  passes it; two slider moves redraw the explorer's chart, checked on the picture itself against the same
+  chart drawn here from code.
+- The lab opens quietly (no news or update pop-up).
+
+With GEMMLAB_BROWSER_KERNEL_PYTHON set (`make test-browser-widgets7`), the notebooks' kernel is that
+interpreter (an environment with ipywidgets 7.7) under the same lab.
 
 Skips with a reason where JupyterLab, Playwright or Chromium is missing (nothing is downloaded at
 run time: Playwright drives the system's Chromium, Debian's package `chromium`). On a failure the
-page is kept as a screenshot in test-artifacts/ at the repository root."""
+page is kept as a screenshot in test-artifacts/ at the repository root; the loop keeps a screenshot of
+every step there too (test-artifacts/loop-*.png)."""
 from __future__ import annotations
 
+import base64
 import contextlib
 import http.client
 import importlib.util
+import io
 import itertools
 import json
 import os
@@ -27,16 +40,20 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
+LAB_CONFIG = ROOT / ".lab" / "jupyter_lab_config.py"
 ARTIFACTS = ROOT / "test-artifacts"
 CHAPTERS = ["00_your_gpu.ipynb", "03_coalescing.ipynb", "11_last_wave.ipynb"]
 EXPLORER_CHAPTER = "03_coalescing.ipynb"
+LOOP_CHAPTERS = ["02_smem_tiling.ipynb", "07_prefetch.ipynb", "12_skinny.ipynb"]   # early, middle, late
 REFUSED_TEXT = "no measurement: this configuration is refused (above)"
+KERNEL_PYTHON = os.environ.get("GEMMLAB_BROWSER_KERNEL_PYTHON")
 
 # What the machine notes ask of a headless Chromium with no network: no background connections.
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SERVER_START_S = 90     # JupyterLab answering
 CHAPTER_RUN_S = 300     # one chapter's Run All, kernel start included
+CELL_RUN_S = 180        # one cell (a check compiles two kernels)
 WIDGET_S = 60           # the explorer recompiling after a slider moved
 
 pytestmark = pytest.mark.browser
@@ -95,16 +112,21 @@ class Lab:
 
 
 def _settings(folder: Path):
-    """User settings for a quiet, complete page: every cell attached to the DOM (no windowing, so
-    every output can be read off the page) and no news or update checks (no network here)."""
-    files = {
-        "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-        "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
-            {"fetchNews": "false", "checkForUpdates": False},
-    }
-    for name, values in files.items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(json.dumps(values))
+    """A test-only user setting, so that every output can be read off the page: every cell attached to
+    the DOM (no windowing). Everything else is the shipped configuration's."""
+    name = folder / "@jupyterlab/notebook-extension/tracker.jupyterlab-settings"
+    name.parent.mkdir(parents=True, exist_ok=True)
+    name.write_text(json.dumps({"windowingMode": "none"}))
+
+
+def _kernelspec(data_dir: Path, python: str):
+    """The notebooks' kernel ("python3") run by `python`, gemmlab from this checkout."""
+    spec = data_dir / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (ipywidgets 7)", "language": "python",
+        "env": {"PYTHONPATH": str(ROOT)}}))
 
 
 @pytest.fixture(scope="module")
@@ -113,18 +135,24 @@ def lab(tmp_path_factory):
     root = base / "notebooks"
     shutil.copytree(NOTEBOOKS, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     _settings(base / "settings")
-    for folder in ("config", "data", "runtime", "ipython", "workspaces", "workspace"):
+    for folder in ("config", "data", "runtime", "ipython", "workspaces"):
         (base / folder).mkdir()
+    if KERNEL_PYTHON:
+        said = subprocess.run([KERNEL_PYTHON, "-c", "import ipywidgets; print(ipywidgets.__version__)"],
+                              capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        assert said.stdout.startswith("7."), f"{KERNEL_PYTHON} has no ipywidgets 7: {said.stdout}{said.stderr}"
+        _kernelspec(base / "data", KERNEL_PYTHON)
     port, token = _free_port(), secrets.token_hex(24)
     env = dict(os.environ,
                JUPYTER_CONFIG_DIR=str(base / "config"),      # no user configuration or state:
                JUPYTER_DATA_DIR=str(base / "data"),          # the venv's kernel and widget extension
                JUPYTER_RUNTIME_DIR=str(base / "runtime"),    # are found under sys.prefix all the same
                IPYTHONDIR=str(base / "ipython"),
-               GEMMLAB_WORKSPACE=str(base / "workspace"),    # exercises' copies stay out of the repo
+               GEMMLAB_WORKSPACE=str(root / "workspace"),    # beside the chapters, as in a checkout
                PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
-    # `make lab`: jupyter lab --ip=127.0.0.1 --notebook-dir=notebooks, a token, no browser of its own
-    command = [sys.executable, "-m", "jupyterlab", "--ip=127.0.0.1", f"--port={port}",
+    # `make lab`: jupyter lab --config=.lab/jupyter_lab_config.py; here on a copy of notebooks/ (the lab
+    # saves what it opens), a port and token of its own, no browser of its own
+    command = [sys.executable, "-m", "jupyterlab", f"--config={LAB_CONFIG}", f"--port={port}",
                "--ServerApp.port_retries=0", "--no-browser", f"--ServerApp.root_dir={root}",
                f"--IdentityProvider.token={token}",
                "--LabApp.expose_app_in_browser=True",           # window.jupyterapp, to run commands
@@ -401,7 +429,7 @@ def _areas(explorer):
 def _move(explorer, description: str, move: int):
     slider = _slider(explorer, description)
     before = slider.locator(".widget-readout").inner_text()
-    handle = slider.locator(".noUi-handle")
+    handle = slider.locator(".noUi-handle, .ui-slider-handle").first
     handle.focus()
     handle.press("ArrowRight" if move > 0 else "ArrowLeft")
     explorer.page.wait_for_function(
@@ -449,4 +477,291 @@ def test_explorer_answers_its_sliders(chapters):
         text = _wait_text(result, lambda t: t != new_result and "TFLOP/s" not in t,
                           f"the result of {legal} stayed on screen after moving to {refused}", timeout=15)
         assert text == REFUSED_TEXT, f"the result area of refused {refused} shows {text!r}"
-        assert result.locator("img").count() == 0, "a chart of another configuration stayed on screen"
+        _wait_no_chart(explorer)
+
+
+# ---------------------------------------------------------------- the explorer's chart, as a picture
+
+def _chart(explorer):
+    """The explorer's chart: the image after its two output areas."""
+    return explorer.locator(":scope > img, :scope > .widget-image").first
+
+
+def _wait_no_chart(explorer, timeout: float = 15):
+    deadline = time.monotonic() + timeout
+    while _chart(explorer).count() and _chart(explorer).is_visible():
+        if time.monotonic() > deadline:
+            raise AssertionError("a chart of another configuration stayed on screen")
+        explorer.page.wait_for_timeout(250)
+
+
+IMAGE_BYTES_JS = """async (img) => {
+  if (!img.src || !img.complete || img.naturalWidth === 0) return null;
+  const bytes = new Uint8Array(await (await fetch(img.src)).arrayBuffer());
+  let text = '';
+  for (let i = 0; i < bytes.length; i += 8192) text += String.fromCharCode(...bytes.subarray(i, i + 8192));
+  return btoa(text);
+}"""
+
+
+def _expected_chart(chapter: str, config: dict, size: int) -> bytes:
+    """The explorer's chart for `config` at `size`, drawn here from code, as the kernel draws it."""
+    from gemmlab import plots, registry, source
+
+    spec = registry.get(chapter[:2])
+    src = source.here()
+    row = src.result(spec, spec.resolve(config), size)
+    return plots.explorer_bars_png(spec.title, row["gflops"], row["cublas_gflops"], source.ceilings()[0], src.label)
+
+
+def _pixels(png: bytes):
+    import numpy as np
+    from PIL import Image
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+
+
+def _assert_chart_complete(explorer, expected: bytes, what: str):
+    """The picture on the page is the whole chart: the image the browser holds is the one drawn from code
+    for this configuration, and what the browser paints of it (a screenshot of the element, at its
+    natural size) matches that picture pixel for pixel, within a small tolerance for colour handling."""
+    chart = _chart(explorer)
+    deadline = time.monotonic() + WIDGET_S
+    while True:
+        shown = chart.evaluate(IMAGE_BYTES_JS) if chart.count() and chart.is_visible() else None
+        if shown and base64.b64decode(shown) == expected:
+            break
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: the chart on the page is not the one drawn from code for this "
+                                 f"configuration ({'no picture' if not shown else 'another picture'})")
+        explorer.page.wait_for_timeout(250)
+    chart.scroll_into_view_if_needed()
+    want = _pixels(expected)
+    box = chart.bounding_box()
+    assert box and round(box["width"]) == want.shape[1] and round(box["height"]) == want.shape[0], \
+        f"{what}: the chart is drawn at {box}, not at its size {want.shape[1]} x {want.shape[0]}"
+    got = _pixels(chart.screenshot())
+    h, w = want.shape[:2]
+    assert 0 <= got.shape[0] - h <= 1 and 0 <= got.shape[1] - w <= 1, f"{what}: painted {got.shape}, drawn {want.shape}"
+    # the element may sit at a fraction of a pixel: its screenshot is then a row or column larger
+    off = min(((abs(got[y:y + h, x:x + w] - want).max(axis=2) > 24).mean()
+               for y in range(got.shape[0] - h + 1) for x in range(got.shape[1] - w + 1)))
+    assert off < 0.005, f"{what}: {off:.1%} of the painted chart's pixels differ from the picture"
+
+
+# ---------------------------------------------------------------- the learner's loop
+
+NOTEBOOK_JS = """(name) => {
+  const app = window.jupyterapp;
+  const w = app.shell.widgets ? [...app.shell.widgets('main')].find(x => x.context && x.context.path === name) : null;
+  return w ? w.id : null;
+}"""
+
+# Runs the first code cell whose source starts with `prefix`, as Shift+Enter would; returns its index and
+# its execution count before the run.
+RUN_CELL_JS = """async ([name, prefix]) => {
+  const app = window.jupyterapp;
+  const w = [...app.shell.widgets('main')].find(x => x.context && x.context.path === name);
+  app.shell.activateById(w.id);
+  const cells = w.content.widgets;
+  const i = cells.findIndex(c => c.model.type === 'code' && c.model.sharedModel.getSource().startsWith(prefix));
+  if (i < 0) return null;
+  const before = cells[i].model.executionCount;
+  w.content.activeCellIndex = i;
+  w.content.deselectAll();
+  app.commands.execute('notebook:run-cell');
+  return [i, before];
+}"""
+
+CELL_STATE_JS = """([name, i]) => {
+  const w = [...window.jupyterapp.shell.widgets('main')].find(x => x.context && x.context.path === name);
+  const c = w.content.widgets[i];
+  return {count: c.model.executionCount, busy: w.sessionContext.kernelDisplayStatus,
+          running: c.promptNode ? c.promptNode.textContent.includes('*') : false,
+          text: c.outputArea.node.innerText};
+}"""
+
+
+def _run_cell(page: Page, name: str, prefix: str) -> int:
+    """Run the chapter's cell that starts with `prefix`; its index once it has run and the kernel is idle."""
+    found = page.evaluate(RUN_CELL_JS, [name, prefix])
+    assert found is not None, f"{name} has no cell starting with {prefix!r}"
+    index, before = found
+    deadline = time.monotonic() + CELL_RUN_S
+    while True:
+        state = page.evaluate(CELL_STATE_JS, [name, index])
+        if state["count"] not in (None, before) and not state["running"] and state["busy"] == "idle":
+            return index
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{name}: {prefix!r} did not finish in {CELL_RUN_S} s: {state}")
+        page.wait_for_timeout(250)
+
+
+def _cell_text(page: Page, name: str, index: int) -> str:
+    return page.evaluate(CELL_STATE_JS, [name, index])["text"]
+
+
+def _cell(page: Page, index: int):
+    return page.locator(".jp-NotebookPanel:visible .jp-Notebook .jp-Cell").nth(index)
+
+
+EDITOR_JS = """(path) => {
+  const w = window.jupyterapp.shell.currentWidget;
+  if (!w || !w.context || w.context.path !== path || !w.content || !w.content.editor) return null;
+  return {text: w.content.model.sharedModel.getSource(), dirty: w.context.model.dirty,
+          factory: w.context.factoryName || '', kind: w.content.constructor.name};
+}"""
+
+SELECT_JS = """([path, start, end]) => {
+  const w = window.jupyterapp.shell.currentWidget;
+  const editor = w.content.editor;
+  editor.setSelection({start: editor.getPositionAt(start), end: editor.getPositionAt(end)});
+  editor.focus();
+  return editor.hasFocus();
+}"""
+
+
+def _wait_editor(page: Page, path: str, predicate, what: str, timeout: float = 30) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        state = page.evaluate(EDITOR_JS, path)
+        if state is not None and predicate(state):
+            return state
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}; the current tab: {state}")
+        page.wait_for_timeout(250)
+
+
+def _keep(page: Page, label: str):
+    """A screenshot of this step for the record (test-artifacts/loop-*.png)."""
+    _screenshot(page, f"loop-{label}")
+
+
+def _two_legal_moves(spec) -> tuple[list[tuple[str, int]], list[dict]]:
+    """From the defaults, two slider steps on two different tunables, each to a legal configuration
+    that the record has at the explorer's size."""
+    from gemmlab import course, records, source
+
+    params = list(spec.params)
+    size = course.EXPLORER_SIZES[-1]
+
+    def shown(config):
+        try:
+            source.here().result(spec, spec.resolve(config), size)
+            return spec.is_legal(config)
+        except (records.NotRecorded, records.StaleRecord):
+            return False
+
+    start = {p.name: p.default for p in params}
+    for p, q in itertools.permutations(params, 2):
+        for mp, mq in itertools.product((+1, -1), repeat=2):
+            i, j = list(p.offered).index(start[p.name]) + mp, list(q.offered).index(start[q.name]) + mq
+            if not (0 <= i < len(p.offered) and 0 <= j < len(q.offered)):
+                continue
+            first = {**start, p.name: p.offered[i]}
+            second = {**first, q.name: q.offered[j]}
+            if shown(first) and shown(second):
+                return [(p.name, mp), (q.name, mq)], [first, second]
+    raise AssertionError(f"{spec.name}: no two legal slider steps from {start}")
+
+
+@pytest.fixture(scope="module")
+def quiet_page(lab, context):
+    page = context.new_page()
+    try:
+        yield page
+    finally:
+        page.close()
+
+
+def test_the_lab_opens_quietly(lab, quiet_page):
+    """No news question, no update notice: the shipped settings turn both off."""
+    page = quiet_page
+    with step(page, "quiet-lab"):
+        page.goto(lab.url("/lab"), wait_until="domcontentloaded")
+        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started", timeout=60_000)
+        page.wait_for_timeout(5000)       # the news question came a few seconds after the start
+        toasts = page.locator(".Toastify__toast, .jp-toast-message").all_inner_texts()
+        assert not toasts, f"the lab shows pop-ups: {toasts}"
+
+
+@pytest.mark.parametrize("name", LOOP_CHAPTERS if not KERNEL_PYTHON else LOOP_CHAPTERS[1:2])
+def test_the_learners_loop(lab, context, name):
+    """Open the chapter, click the exercise's link, see the check fail on the starter, type the fix in
+    JupyterLab's editor, save, see the check pass; move two sliders and see a whole chart each time."""
+    from gemmlab import course, exercises, registry
+
+    spec = registry.get(name[:2])
+    label = Path(name).stem
+    page = context.new_page()
+    try:
+        with step(page, f"loop-{label}-open"):
+            page.goto(lab.url(f"/lab/tree/{name}"), wait_until="domcontentloaded")
+            page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started", timeout=60_000)
+            page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
+            _wait_ready(page, name)
+            page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+            _run_cell(page, name, "# Colab or Kaggle")
+            _run_cell(page, name, "import gemmlab.lessons as gl")
+            if KERNEL_PYTHON:
+                shown = page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.kernelDisplayName")
+                assert shown == "Python 3 (ipywidgets 7)", f"the notebook runs on {shown!r}"
+
+        with step(page, f"loop-{label}-exercise"):
+            index = _run_cell(page, name, "gl.exercise(")
+            copy = f"workspace/{spec.path.name}"
+            link = _cell(page, index).locator(f'a:has-text("{copy}")').first
+            link.wait_for(timeout=10_000)
+            assert str(lab.root) not in _cell_text(page, name, index), "the cell shows this machine's path"
+            _keep(page, f"{label}-1-exercise-cell")
+            link.click()
+            starter_file = exercises.starter_text(spec)
+            _wait_editor(page, copy, lambda s: s["text"] == starter_file,
+                         f"the link did not open {copy} in the editor, holding the starter")
+            _keep(page, f"{label}-2-starter-in-editor")
+
+        with step(page, f"loop-{label}-check-starter"):
+            check = _run_cell(page, name, "gl.check(")
+            verdict = _cell_text(page, name, check)
+            assert verdict.startswith("FAIL") and "TODO still in the code" in verdict, verdict
+            _keep(page, f"{label}-3-check-fails")
+
+        with step(page, f"loop-{label}-fix"):
+            page.evaluate("async (path) => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }",
+                          copy)
+            state = _wait_editor(page, copy, lambda s: True, f"{copy} is not the current tab")
+            starter = spec.exercise.starter.rstrip("\n") + "\n"
+            start = state["text"].index(starter)
+            assert page.evaluate(SELECT_JS, [copy, start, start + len(starter)]), "the editor did not take the focus"
+            page.keyboard.insert_text(exercises.solution_region(spec))
+            _wait_editor(page, copy, lambda s: s["dirty"], "typing did not change the file in the editor")
+            page.keyboard.press("Control+s")
+            _wait_editor(page, copy, lambda s: not s["dirty"], "Ctrl+S did not save the file")
+            on_disk = (lab.root / copy).read_text()
+            assert on_disk == spec.path.read_text(), "the saved file is the starter with the fix typed in"
+            _keep(page, f"{label}-4-fix-saved")
+
+        with step(page, f"loop-{label}-check-fix"):
+            check = _run_cell(page, name, "gl.check(")
+            verdict = _cell_text(page, name, check)
+            assert verdict.startswith("PASS"), verdict
+            assert "not run: correctness and speed" in verdict and "ok   correctness" not in verdict, verdict
+            _cell(page, check).scroll_into_view_if_needed()
+            _keep(page, f"{label}-5-check-passes")
+
+        moves, configs = _two_legal_moves(spec)
+        size = course.EXPLORER_SIZES[-1]
+        with step(page, f"loop-{label}-explorer"):
+            _run_cell(page, name, "gl.show_explorer(")
+            explorer = _explorer(page, [p.name for p in spec.params])
+            explorer.scroll_into_view_if_needed()
+            _assert_chart_complete(explorer, _expected_chart(name, {p.name: p.default for p in spec.params}, size),
+                                   "at the defaults")
+        for n, ((description, move), config) in enumerate(zip(moves, configs), 1):
+            with step(page, f"loop-{label}-slider-{n}"):
+                shown = _move(explorer, description, move)
+                assert shown.strip() == str(config[description]), f"{description} shows {shown}"
+                _assert_chart_complete(explorer, _expected_chart(name, config, size),
+                                       f"after {description} -> {config[description]}")
+                _keep(page, f"{label}-{5 + n}-slider-{n}")
+    finally:
+        page.close()

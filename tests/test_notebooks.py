@@ -1,5 +1,6 @@
 """The notebooks stay thin: prose, and code cells that are one call into gemmlab each."""
 import ast
+import re
 import json
 from pathlib import Path
 
@@ -167,3 +168,37 @@ def test_cells_whose_output_depends_on_the_machine_are_not_compared(path):
         if cell["cell_type"] == "code" and source.startswith(("gl.exercise(", "gl.check(", "gl.show_explorer(",
                                                                "gl.show_plan_explorer(")):
             assert "nbval-ignore-output" in cell["metadata"].get("tags", []), f"{path.name}: {source}"
+
+
+# An absolute path: /a/b... not inside a word, a URL or a relative path (TFLOP/s, https://x/y, ../a/b), or a
+# Windows drive path.
+ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~\-\]])/(?:[\w.+\-]+/)+[\w.+\-]*|\b[A-Za-z]:\\[\w.\\\-]+")
+
+
+def _output_texts(output: dict):
+    if "text" in output:
+        yield "".join(output["text"])
+    for mime, value in output.get("data", {}).items():
+        if mime.startswith("text/") or mime.endswith("json"):
+            yield "".join(value) if isinstance(value, list) else value if isinstance(value, str) else json.dumps(value)
+    yield from output.get("traceback", [])
+
+
+def test_the_absolute_path_pattern_finds_paths_and_only_paths():
+    found = [ABSOLUTE_PATH.search(t) is not None for t in (
+        "FAIL: 06 exercise, /home/ana/gemmlab/notebooks/workspace/06.cu", "(`/work/main/workspace`)",
+        "C:\\Users\\ana\\gemmlab", "51.6 TFLOP/s", "https://jupyter.org/a/b", "workspace/06.cu", "../workspace/06.cu",
+        "~/gemmlab-workspace/06.cu", "$T/\\text{OUTPUTS}$", "1/4 of the tile")]
+    assert found == [True, True, True, False, False, False, False, False, False, False]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_saved_outputs_hold_no_absolute_path_of_the_machine_they_were_made_on(path):
+    """A learner's clone shows the author's folders nowhere (the exercise and check cells print paths
+    relative to the notebook's folder)."""
+    nb = json.loads(path.read_text())
+    for n, cell in enumerate(nb["cells"]):
+        for output in cell.get("outputs", []):
+            for text in _output_texts(output):
+                hit = ABSOLUTE_PATH.search(text)
+                assert hit is None, f"{path.name} cell {n}: {text[max(0, hit.start() - 40):hit.end() + 10]!r}"

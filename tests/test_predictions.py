@@ -1,6 +1,11 @@
 """The learner's predictions: each question's right answer comes from the course's models, is judged
 right (a wrong one wrong), and the quiz cell runs without a front end."""
+import ast
+import re
+from pathlib import Path
+
 import matplotlib
+import nbformat
 import pytest
 
 from gemmlab import registry, source
@@ -120,3 +125,179 @@ def test_the_check_button_says_right_or_not_quite(capsys):
     inputs[0].value = 4.0
     button.click()
     assert _said(capsys).startswith("Right")
+
+
+# --- chapters 01, 02 and 07 -----------------------------------------------------------------------
+
+def test_naive_bound_is_the_roofline_of_the_requested_traffic():
+    from gemmlab import roofline
+    spec = registry.by_chapter(1)
+    peak, bw = source.ceilings()
+    for size, params in ((4096, {}), (1024, {"BLOCK_M": 64, "BLOCK_N": 8}), ((1000, 3000, 517), {"BLOCK_N": 1})):
+        t = roofline.traffic(spec, spec.resolve(params), Problem(*source.shape(size)))
+        p = predictions.prediction("naive_bound", size=size, **params)
+        assert p.answer == pytest.approx(min(peak, bw * t.intensity) / 1e3)
+        assert p.answer == pytest.approx(bw * 0.25 / 1e3, rel=0.01), "2 loads of 4 bytes per 2 FLOPs"
+        assert f"{p.answer:.2f} TFLOP/s" in p.explanation
+    p = predictions.prediction("naive_bound")
+    assert p.is_right(round(p.answer, 2)) and p.is_right(bw * 0.25 / 1e3), "rounded, or without the bytes of C"
+    assert not p.is_right(p.answer * 2) and not p.is_right(peak / 1e3) and not p.is_right(0.25)
+
+
+def test_tile_intensity_is_the_tiled_kernels_flop_per_requested_byte():
+    from gemmlab import roofline
+    spec = registry.by_chapter(2)
+    for size, params in ((4096, {}), (4096, {"TILE": 64, "OUTPUTS": 8}), (2048, {"TILE": 16, "OUTPUTS": 2}),
+                         ((1000, 3000, 517), {"TILE": 8, "OUTPUTS": 1})):
+        full = spec.resolve(params)
+        t = roofline.traffic(spec, full, Problem(*source.shape(size)))
+        p = predictions.prediction("tile_intensity", size=size, **params)
+        assert p.answer == pytest.approx(t.intensity)
+        if size == 4096:
+            assert p.answer == pytest.approx(full["TILE"] / 4, rel=0.01), "T times the naive kernel's 0.25"
+    p = predictions.prediction("tile_intensity")
+    assert p.answer == pytest.approx(7.97, abs=0.005)
+    assert p.is_right(8) and p.is_right(7.97) and p.is_right(7.9)
+    assert not p.is_right(7.5) and not p.is_right(16) and not p.is_right(0.25) and not p.is_right(32)
+    q = predictions.prediction("tile_intensity", TILE=64, OUTPUTS=8)
+    assert q.is_right(16) and not q.is_right(8)
+
+
+def test_dram_in_flight_is_littles_law_with_the_records_figures():
+    from gemmlab.lessons.profiles import dram_in_flight, tile_bytes
+    rate, need = dram_in_flight({"measured_copy_gbs": 1000.0, "sm_count": 100, "clock_mhz": 1000.0}, 500)
+    assert (rate, need) == (pytest.approx(10.0), pytest.approx(5000.0)), "1000 GB/s / 100 SMs / 1 GHz x 500 cycles"
+    rec = source.record()
+    d, lat = rec.device, rec.data["latency"]
+    expected = d["measured_copy_gbs"] * 1e9 / d["sm_count"] / (d["clock_mhz"] * 1e6) * lat["dram_cycles"] / 1e3
+    spec = registry.by_chapter(7)
+    for params in ({}, {"BM": 64, "BK": 16, "TN": 4}, {"BM": 128, "BK": 16, "TN": 8, "PREFETCH": 0}):
+        p = predictions.prediction("dram_in_flight", **params)
+        assert p.answer == pytest.approx(expected), "the law needs no tunable"
+        build = compile_kernel(spec, {**params, "PREFETCH": 1})
+        ahead = build.occupancy.blocks_per_sm * tile_bytes(spec, build.params)
+        assert f"= {ahead / 1e3:.1f} KB per SM" in p.explanation, "what the configuration keeps in flight"
+    p = predictions.prediction("dram_in_flight")
+    assert p.answer == pytest.approx(7.7, abs=0.05)
+    assert p.is_right(7.7) and p.is_right(7.8) and p.is_right(round(p.answer, 1))
+    assert not p.is_right(7.0) and not p.is_right(680) and not p.is_right(11.4) and not p.is_right(16.4)
+    assert "2 x 8.2 = 16.4 KB per SM" in p.explanation, "the default: 2 blocks a SM, (128 + 128) x 8 floats a tile"
+
+
+# --- the notebooks: asked before told -------------------------------------------------------------
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+QUIZ_CHAPTERS = ("01_naive", "02_smem_tiling", "03_coalescing", "04_bank_conflicts", "05_register_tiling",
+                 "07_prefetch", "09_pipeline")
+MEASUREMENTS = ("show_vs_cublas", "show_tunable", "show_sweep")
+
+# A number in prose that equals a quiz's answer but says something else, and why it may stay.
+NOT_THE_ANSWER = {
+    "05_register_tiling": (
+        ("(4 warp FFMAs a cycle against 1 shared wavefront)", "the SM's issue rates, not a thread's reuse"),
+        ("the FFMAs 1.27<!-- figure: stall 03_coalescing ffma_per_sm_cycle --> of 4", "the same issue rate"),
+    ),
+}
+
+
+def _calls(cell, name: str) -> list[ast.Call]:
+    if cell.cell_type != "code":
+        return []
+    try:
+        tree = ast.parse(cell.source)
+    except SyntaxError:
+        return []
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+            and n.func.attr == name]
+
+
+def _quizzes(nb) -> list[tuple[int, predictions.Prediction]]:
+    """(cell index, the question it asks) for every quiz cell, its arguments read from the source."""
+    out = []
+    for i, cell in enumerate(nb.cells):
+        for call in _calls(cell, "show_prediction_quiz"):
+            args = [ast.literal_eval(a) for a in call.args]
+            kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+            out.append((i, predictions.prediction(*args, **kwargs)))
+    return out
+
+
+# A number in prose: not part of a name (float4, sm_90, 05_register_tiling) nor a chapter's number (04).
+_NUMBER = re.compile(r"(?<![\w.])(?!0\d)(\d+(?:,\d{3})*(?:\.\d+)?)(?![\w])")
+# ...nor an offset or a bound in index arithmetic ($t+1$, $S-1$, $K \ge 1$).
+_OPERATORS = ("+", "-", "<", ">", "\\ge", "\\le", "\\geq", "\\leq")
+# A given: a number named as the question names it (lane 5, k = 0, LAYOUT=1).
+_GIVEN = re.compile(r"(\w+)\s*=\s*$|(\w+)\s+$")
+
+
+def _normal(text: str) -> str:
+    return re.sub(r"\s*=\s*", "=", re.sub(r"[$`*]", "", text))
+
+
+def _stated(text: str, p: predictions.Prediction) -> list[str]:
+    """The numbers in `text` equal to one of p's answers (within its tolerance), with what precedes
+    each; leaving out numbers the question itself gives under the same name."""
+    question = _normal(p.question)
+    hits = []
+    for m in _NUMBER.finditer(text):
+        value = float(m.group(1).replace(",", ""))
+        if text[:m.start()].rstrip().endswith(_OPERATORS):
+            continue
+        if not any(b.accepts(value) or round(b.answer, 1) == value for b in p.blanks):
+            continue
+        before = _normal(text[max(0, m.start() - 40):m.start()])
+        name = _GIVEN.search(before)
+        word = name and (name.group(1) or name.group(2))
+        if word and (f"{word}={m.group(1)}" in question or f"{word} {m.group(1)}" in question):
+            continue
+        hits.append(text[max(0, m.start() - 40):m.end() + 20])
+    return hits
+
+
+def test_the_quiz_chapters_are_the_ones_with_a_quiz():
+    with_quiz = {p.stem for p in NOTEBOOKS.glob("*.ipynb") if _quizzes(nbformat.read(p, as_version=4))}
+    assert with_quiz == set(QUIZ_CHAPTERS)
+
+
+@pytest.mark.parametrize("chapter", QUIZ_CHAPTERS)
+def test_a_quiz_comes_before_the_first_measurement(chapter):
+    nb = nbformat.read(NOTEBOOKS / f"{chapter}.ipynb", as_version=4)
+    quiz = min(i for i, _ in _quizzes(nb))
+    measured = min(i for i, c in enumerate(nb.cells) if any(_calls(c, m) for m in MEASUREMENTS))
+    assert quiz < measured, f"{chapter}: the first measurement (cell {measured}) comes before the quiz (cell {quiz})"
+    assert "nbval-ignore-output" in nb.cells[quiz].metadata.get("tags", []), "the widget redraws on every run"
+
+
+@pytest.mark.parametrize("chapter", QUIZ_CHAPTERS)
+def test_no_prose_above_a_quiz_states_its_answer(chapter):
+    nb = nbformat.read(NOTEBOOKS / f"{chapter}.ipynb", as_version=4)
+    allowed = NOT_THE_ANSWER.get(chapter, ())
+    # markdown cells, less the numbers of numbered lists, their lines joined
+    prose = [" ".join(re.sub(r"(?m)^\s*\d+\.\s", "", c.source).split()) if c.cell_type == "markdown" else None
+             for c in nb.cells]
+    for phrase, _why in allowed:
+        assert any(phrase in text for text in prose if text), f"stale exception: {phrase}"
+    for index, p in _quizzes(nb):
+        for text in prose[:index]:
+            if text is None:
+                continue
+            for phrase, _why in allowed:
+                text = text.replace(phrase, "")
+            text = re.sub(r"<!--.*?-->", "", text, flags=re.S)   # a figure marker names a record's figure
+            assert not _stated(text, p), f"{chapter}: a cell above the quiz states its answer {p.answer}: " \
+                                         f"{_stated(text, p)}"
+
+
+def test_the_answer_finder_finds_a_stated_answer():
+    sectors, bank = predictions.prediction("sectors"), predictions.prediction("bank")
+    assert _stated("that is 128 bytes: 4 sectors, one request", sectors)
+    assert not _stated("32 lanes read 32 floats of float4 rows in chapter 04", sectors)
+    assert not _stated("which bank lane 5 reads at step $k = 0$ with `LAYOUT=1`", bank), "the question's givens"
+    assert _stated("with padding lane 5 reads bank 5", bank)
+    blocks = predictions.prediction("blocks_per_sm")
+    assert not _stated("tiles $t+1 \\dots t+S-1$, every $K \\ge 1$", blocks), "index arithmetic"
+    assert _stated("254 registers per thread, 1 block per SM", blocks)
+    bound = predictions.prediction("naive_bound")
+    assert _stated(f"this kernel could not pass {bound.answer:.2f} TFLOP/s", bound)
+    assert _stated(f"{predictions.prediction('dram_in_flight').answer:.1f} KB per SM",
+                   predictions.prediction("dram_in_flight"))

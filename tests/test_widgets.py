@@ -5,11 +5,11 @@ import os
 
 import ipywidgets
 
-from gemmlab import registry, widgets
+from gemmlab import plots, registry, source, widgets
 
 
 def _controls(box):
-    header, controls, report, result = box.children
+    header, controls, report, result, chart = box.children
     return {c.description: c for c in controls.children}
 
 
@@ -27,9 +27,25 @@ def test_the_explorer_builds_and_answers_its_sliders(capsys):
     sliders["TILE"].value = 16                      # legal with OUTPUTS=4
     legal = capsys.readouterr().out
     assert "TILE=16" in legal and "TFLOP/s" in legal and "refused" not in legal
+    chart = box.children[-1]
+    row = source.here().result(spec, spec.resolve({"TILE": 16}), sliders["M=N=K"].value)
+    assert chart.value == plots.explorer_bars_png(spec.title, row["gflops"], row["cublas_gflops"],
+                                                  source.ceilings()[0], source.here().label), \
+        "the chart is the one drawn from the shown result"
+    assert chart.layout.display != "none"
     sliders["TILE"].value = 8                       # 8 x 4 outputs: refused by a rule
     refused = capsys.readouterr().out
     assert "refused" in refused and "no measurement" in refused and "TFLOP/s" not in refused
+    assert chart.value == b"" and chart.layout.display == "none", "no chart of another configuration stays"
+
+
+def test_the_explorer_chart_is_the_same_picture_in_any_matplotlib_style():
+    """Drawn off pyplot in the default style: a kernel's rc settings or backend do not change it."""
+    import matplotlib
+    png = plots.explorer_bars_png("k", 1000.0, 50000.0, 60000.0, "label")
+    with matplotlib.rc_context({"font.size": 20, "figure.dpi": 50, "axes.facecolor": "black"}):
+        assert plots.explorer_bars_png("k", 1000.0, 50000.0, 60000.0, "label") == png
+    assert png.startswith(b"\x89PNG")
 
 
 def test_an_explorer_reads_as_a_sentence_in_plain_text():

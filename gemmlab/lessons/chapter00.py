@@ -115,14 +115,16 @@ def show_tf32_contrast() -> None:
 def show_architectures() -> None:
     """What each architecture the course compiles for can hold (arch.py, from NVIDIA's programming
     guide), and which chapters' kernels run on it at their defaults: compiled for it (registers and
-    blocks per SM from the cubin), or refused before compiling by the rule that names the requirement."""
+    blocks per SM from the cubin), or refused before compiling by the rule that names the requirement.
+    The compiled cells ship precomputed (support.py); a kernel changed since is compiled now, with a bar."""
     names = list(archs.ARCHS)
     rows = [[a.name, a.family, a.examples, a.max_warps_per_sm, a.max_blocks_per_sm, f"{a.shared_per_sm // 1024} KiB",
              f"{a.shared_per_block // 1024} KiB", a.fp32_lanes_per_sm, "yes" if a.cp_async else "no"]
             for a in archs.ARCHS.values()]
     facts = table(["arch", "family", "for example", "warps / SM", "blocks / SM", "shared / SM", "shared / block",
                    "FP32 lanes / SM", "cp.async"], rows)
-    cells = support.matrix()
+    found = support.table(progress=True)
+    cells = found.rows
     grid = table(["kernel (defaults)", *names], [[row[0].kernel, *(c.text for c in row)] for row in cells])
     refused: dict[str, list[str]] = {}
     for row in cells:
@@ -131,4 +133,4 @@ def show_architectures() -> None:
                 refused.setdefault(c.detail, []).append(c.kernel)
     why = "\n".join(f"- {', '.join(kernels)}: {detail}" for detail, kernels in refused.items())
     markdown(facts + "\n\n" + grid + ("\n\n" + why if why else "")
-             + "\n\nCompiled here with NVRTC for each architecture (cubins, never PTX), no GPU needed.")
+             + f"\n\nCubins for each architecture, never PTX, no GPU needed. {found.note()}")

@@ -5,22 +5,37 @@ from __future__ import annotations
 
 import difflib
 
-from .. import plots, records, registry, roofline, sass, source, widgets
+from .. import exercises, plots, records, registry, roofline, sass, source, widgets
 from ..compile import CompileError, compile_kernel
 from ..spec import IllegalConfig, Problem
 from .display import beside_cells, beside_header, beside_note, markdown, table
 
 
+def _listing(spec) -> str:
+    """A kernel as its chapter shows it: the exercise's lines as the starter has them (TODOs), so the
+    chapter never gives its own exercise's answer away before "Your turn"."""
+    return exercises.starter_text(spec) if spec.exercise else spec.path.read_text()
+
+
+def _exercise_note(spec) -> str:
+    if not spec.exercise:
+        return ""
+    return (f"\n\nThe lines between `{exercises.BEGIN}` and `{exercises.END}` are this chapter's exercise: they "
+            f"are shown as your starter has them. You write them at the end (Your turn), and "
+            f"`gl.solution(\"{spec.name[:2]}\")` shows them after you have tried.")
+
+
 def show_kernel(name: str) -> None:
     spec = registry.get(name)
-    markdown(f"`kernels/{spec.path.name}`\n\n```cuda\n{spec.path.read_text()}```")
+    markdown(f"`kernels/{spec.path.name}`\n\n```cuda\n{_listing(spec)}```" + _exercise_note(spec))
 
 
 def show_diff(old: str, new: str) -> None:
+    """What changed from the kernel `old` to `new`, with `new`'s exercise lines as its starter has them."""
     a, b = registry.get(old), registry.get(new)
-    diff = difflib.unified_diff(a.path.read_text().splitlines(), b.path.read_text().splitlines(),
+    diff = difflib.unified_diff(a.path.read_text().splitlines(), _listing(b).splitlines(),
                                 f"kernels/{a.path.name}", f"kernels/{b.path.name}", lineterm="", n=2)
-    markdown("```diff\n" + "\n".join(diff) + "\n```")
+    markdown("```diff\n" + "\n".join(diff) + "\n```" + _exercise_note(b))
 
 
 def show_compile_report(name: str, arch: str = "sm_90", **params) -> None:

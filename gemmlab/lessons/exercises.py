@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import difflib
-import os
+import sys
 
 from .. import exercises
+from ..files import UnusableDirectory
 from .display import markdown, table
 
 _hints_shown: dict[str, int] = {}
@@ -18,21 +19,35 @@ def _spec(chapter):
         return None
 
 
-def exercise(chapter: str) -> None:
+def _where_to_click(path) -> str:
+    """How to open the learner's copy in the front end at hand (the link serves JupyterLab and VS Code)."""
+    if "google.colab" in sys.modules:
+        return (f"On Colab: open the Files panel (the folder icon on the left), go to `{path.parent}` and "
+                f"double-click `{path.name}`; it opens in Colab's editor, and Ctrl+S saves it.")
+    return ("Click the link: JupyterLab opens it in its editor (so does VS Code; Ctrl+S saves it). It is also "
+            "in the file browser, in the `workspace` folder beside the chapters.")
+
+
+def exercise(chapter: str, fresh: bool = False) -> None:
     """The task, and the learner's copy of the starter (made on first use) with a link that opens it
-    in JupyterLab's editor."""
+    in JupyterLab's editor. fresh=True starts over from the starter, keeping the old copy beside it."""
     spec = _spec(chapter)
     if spec is None:
         return
-    path = exercises.start(chapter)
     try:
-        link = os.path.relpath(path, os.getcwd())
-    except ValueError:            # another drive (Windows)
-        link = str(path)
-    markdown(f"**Your turn.** {spec.exercise.task}\n\nYour copy of the starter: [`{path.name}`]({link}) "
-             f"(`{path}`); the TODOs mark where the change goes. Edit it, save, then run "
-             f"`gl.check(\"{spec.name[:2]}\")` below (or `python -m gemmlab check {spec.name[:2]}` in a terminal). "
-             f"`gl.hint(\"{spec.name[:2]}\")` gives one hint at a time; `gl.solution(\"{spec.name[:2]}\")` shows the answer.")
+        path = exercises.start(chapter, fresh=fresh)
+    except UnusableDirectory as exc:
+        print(exc)
+        return
+    link = exercises.shown_path(path)
+    kept = exercises.attempts(spec)
+    again = (f" Your earlier attempts are kept beside it: {', '.join(f'`{p.name}`' for p in kept)}." if kept else "")
+    short = spec.name[:2]
+    markdown(f"**Your turn.** {spec.exercise.task}\n\nYour copy of the starter: **[{link}]({link})**. "
+             f"{_where_to_click(path)} The TODOs mark where the change goes. Edit it, save, then run "
+             f"`gl.check(\"{short}\")` below (or `python -m gemmlab check {short}` in a terminal). "
+             f"`gl.hint(\"{short}\")` gives one hint at a time; `gl.solution(\"{short}\")` shows the answer. "
+             f"To start over: `gl.exercise(\"{short}\", fresh=True)`.{again}")
 
 
 def check(chapter: str, file: str | None = None) -> None:
@@ -75,4 +90,5 @@ def progress() -> None:
         verdict = exercises.check(spec.name[:2])
         failed = next((text for ok, text in verdict.lines if not ok), "")
         rows.append([spec.title, verdict.summary, failed.splitlines()[0] if failed else "-"])
-    markdown(table(["chapter", "verdict", "first problem"], rows) + f"\n\nworkspace: `{exercises.workspace()}`")
+    markdown(table(["chapter", "verdict", "first problem"], rows)
+             + f"\n\nworkspace: `{exercises.shown_path(exercises.workspace())}`")

@@ -1,7 +1,8 @@
-"""Chapters 03, 04, 05 and 09: before a number is shown, the learner predicts it. The right answer is
-never written down here: each question works it out from the course's own models (the sector model,
-the spec's bank arithmetic, the thread tile, the compiled build's occupancy) for the configuration it
-asks about, and explains itself with the same numbers.
+"""Chapters 01, 02, 03, 04, 05, 07 and 09: before a number is shown, the learner predicts it. The
+right answer is never written down here: each question works it out from the course's own models (the
+roofline model of the requested traffic, the sector model, the spec's bank arithmetic, the thread
+tile, Little's law with the record's latencies, the compiled build's occupancy) for the configuration
+it asks about, and explains itself with the same numbers.
 
 The questions are plain data (`Prediction`: question, blanks with their answers, explanation,
 `is_right`), built by `prediction()` and testable without a front end; `quiz_widget` puts one in an
@@ -12,10 +13,16 @@ import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .. import registry, source, widgets
+from .. import registry, roofline, source, widgets
 from ..compile import ARCHS, DEFAULT_ARCH, CompileError, compile_kernel
 from ..spec import IllegalConfig, Problem
 from .models import BANKS, FLOAT, SECTOR, WARP, sectors_per_request, warp_requests
+from .profiles import dram_in_flight, tile_bytes
+
+# Answers that come out of a division of measured or modelled figures are accepted within this
+# fraction of the model's value: a learner who rounds on the way (0.25 FLOP per byte, 11.4 bytes a
+# cycle) is right.
+ROUNDING = 0.02
 
 
 class UnknownQuestion(KeyError):
@@ -69,6 +76,101 @@ def _answer_text(p: Prediction) -> str:
 
 
 # --- the questions -------------------------------------------------------------------------------
+
+def _rounded(label: str, value: float) -> Blank:
+    return Blank(label, value, ROUNDING * abs(value), integer=False)
+
+
+def _roofline(spec, full: dict, size) -> tuple[roofline.Traffic, Problem, float, float, float]:
+    """(traffic, problem, FP32 peak GFLOP/s, DRAM GB/s, bound GFLOP/s): the roofline model of the
+    requested traffic, the same calls gl.show_prediction makes."""
+    problem = Problem(*source.shape(size))
+    t = roofline.traffic(spec, full, problem)
+    peak, bw = source.ceilings()
+    return t, problem, peak, bw, roofline.attainable_gflops(t.intensity, peak, bw)
+
+
+def _shape(problem: Problem) -> str:
+    return f"{problem.M} x {problem.N} x {problem.K}"
+
+
+def _naive_bound(size: int = 4096, **params) -> Prediction:
+    """Chapter 01: the roofline bound of the naive kernel if every load it requests went to DRAM
+    (roofline.traffic and the device's ceilings, as gl.show_prediction shows them)."""
+    spec = registry.by_chapter(1)
+    full = spec.resolve(params)
+    t, problem, peak, bw, bound = _roofline(spec, full, size)
+    device = source.here().device()["name"]
+    return Prediction(
+        f"Each thread of {spec.name} ({spec.config_label(full)}) reads its row of A and its column of B "
+        f"straight from global memory: for every multiply-add (2 FLOPs) it loads two 4-byte floats. If every "
+        f"one of those loads went to DRAM, at {bw:,.0f} GB/s (the DRAM bandwidth of the {device}), what is the "
+        f"most TFLOP/s the kernel could reach at {_shape(problem)}? (Two decimals.)",
+        (_rounded("TFLOP/s", bound / 1e3),),
+        f"Per multiply-add a thread loads 2 floats = {2 * FLOAT} bytes for 2 FLOPs: {2 / (2 * FLOAT):g} FLOP per "
+        f"byte. Over the whole problem the threads request {t.requested_bytes / 1e9:.2f} GB (their loads, and C "
+        f"written once) for {t.flops / 1e9:,.1f} GFLOP: {t.intensity:.3f} FLOP per byte. The roofline bound is intensity x "
+        f"bandwidth = {t.intensity:.3f} x {bw:,.0f} GB/s = {bound / 1e3:.2f} TFLOP/s, "
+        f"{bound / peak:.1%} of the FP32 peak ({peak / 1e3:.1f} TFLOP/s): the loads, not the arithmetic, set "
+        f"the limit.\n(The roofline model of the requested traffic, roofline.traffic, with no caches; no GPU "
+        f"involved.)")
+
+
+def _tile_intensity(size: int = 4096, **params) -> Prediction:
+    """Chapter 02: FLOP per byte the tiled kernel's threads request from global memory (roofline.traffic,
+    as gl.show_prediction shows it), against the naive kernel's."""
+    spec, naive = registry.by_chapter(2), registry.by_chapter(1)
+    full = spec.resolve(params)
+    rows, cols = spec.tile(full)
+    t, problem, peak, bw, bound = _roofline(spec, full, size)
+    t0 = roofline.traffic(naive, naive.resolve({}), problem)
+    return Prediction(
+        f"{spec.name} ({spec.config_label(full)}): a block owns a {rows} x {cols} tile of C and streams the "
+        f"{rows} rows of A and the {cols} columns of B it needs from global memory once, a tile at a time; its "
+        f"threads compute from shared memory. At {_shape(problem)}, how many FLOPs does the kernel do per byte "
+        f"its threads request from global memory? (Decimals are fine, to one place.)",
+        (_rounded("FLOP per byte", t.intensity),),
+        f"Every value of A that a block stages serves {cols} multiply-adds, every value of B {rows}: per "
+        f"multiply-add the block loads 1/{cols} + 1/{rows} floats, 4 bytes each, for 2 FLOPs. Over the whole "
+        f"problem the threads request {t.requested_bytes / 1e9:.2f} GB (the strips of A and B, and C written "
+        f"once) for {t.flops / 1e9:,.1f} GFLOP: {t.intensity:.2f} FLOP per byte, {t.intensity / t0.intensity:.1f} "
+        f"times the naive kernel's {t0.intensity:.2f}. At {bw:,.0f} GB/s that bounds the kernel at "
+        f"{bound / 1e3:.2f} TFLOP/s, {bound / peak:.0%} of the FP32 peak ({peak / 1e3:.1f} TFLOP/s).\n"
+        f"(The roofline model of the requested traffic, roofline.traffic, with no caches; no GPU involved.)")
+
+
+def _dram_in_flight(**params) -> Prediction:
+    """Chapter 07: by Little's law, the bytes each SM must have in flight to keep DRAM busy, from the
+    record's measured DRAM latency and copy bandwidth (profiles.dram_in_flight, as gl.show_littles_law
+    shows it); the explanation sets what the configuration's prefetch keeps in flight against it."""
+    spec = registry.by_chapter(7)
+    rec = source.record()
+    lat = rec.data.get("latency")
+    if lat is None:
+        raise BadQuestion(f"{rec.label} has no memory latencies to ask about")
+    d = rec.device
+    rate, need = dram_in_flight(d, lat["dram_cycles"])
+    build = compile_kernel(spec, {**params, "PREFETCH": 1})
+    full, blocks = build.params, build.occupancy.blocks_per_sm
+    rows, cols = spec.tile(full)
+    tile = tile_bytes(spec, full)
+    ahead = blocks * tile
+    return Prediction(
+        f"On the {d['name']} a load from DRAM takes {lat['dram_cycles']:.0f} cycles (measured by a pointer "
+        f"chase), and DRAM delivers {d['measured_copy_gbs']:,.0f} GB/s (measured by a copy) to "
+        f"{d['sm_count']} SMs clocked at {d['clock_mhz']:.0f} MHz. By Little's law, how many kilobytes "
+        f"(1 KB = 1000 bytes) must each SM have in flight to keep DRAM busy? (One decimal place.)",
+        (_rounded("KB per SM", need / 1e3),),
+        f"Rate: {d['measured_copy_gbs']:,.0f} GB/s over {d['sm_count']} SMs at {d['clock_mhz']:.0f} MHz is "
+        f"{rate:.2f} bytes per cycle per SM. In flight = latency x rate = {lat['dram_cycles']:.0f} x "
+        f"{rate:.2f} = {need / 1e3:.1f} KB per SM.\n"
+        f"{spec.name} [{spec.config_label(full)}]: a tile of A and B is ({rows} + {cols}) x {spec.k_tile(full)} "
+        f"floats = {tile / 1e3:.1f} KB, and the build fits {_count(blocks, 'block')} on an SM. With PREFETCH=1 "
+        f"each block keeps its next tile in flight while it computes: {blocks} x {tile / 1e3:.1f} = "
+        f"{ahead / 1e3:.1f} KB per SM, {ahead / need:.1f} times what DRAM needs. With PREFETCH=0 a block's "
+        f"loads are in flight only while its own warps wait for them.\n"
+        f"(Latencies and bandwidth: {rec.label}.)")
+
 
 def _sectors(size: int = 4096, **params) -> Prediction:
     """Chapter 03: sectors per warp-wide staging load of B, by the sector model (models.warp_requests)."""
@@ -185,16 +287,20 @@ def _blocks_per_sm(arch: str = DEFAULT_ARCH, **params) -> Prediction:
 
 
 QUESTIONS: dict[str, Callable[..., Prediction]] = {
+    "naive_bound": _naive_bound,
+    "tile_intensity": _tile_intensity,
     "sectors": _sectors,
     "bank": _bank,
     "ffma_per_load": _ffma_per_load,
+    "dram_in_flight": _dram_in_flight,
     "blocks_per_sm": _blocks_per_sm,
 }
 
 
 def prediction(question: str, **params) -> Prediction:
     """The question `question` about the configuration `params` (tunables over the defaults, and the
-    question's own settings: size for "sectors", lane and k for "bank", arch for "blocks_per_sm").
+    question's own settings: size for "naive_bound", "tile_intensity" and "sectors", lane and k for
+    "bank", arch for "blocks_per_sm").
     Raises UnknownQuestion, IllegalConfig, BadQuestion or CompileError."""
     if question not in QUESTIONS:
         raise UnknownQuestion(f"no question {question!r}; the known ones are: {', '.join(QUESTIONS)}")

@@ -187,6 +187,19 @@ def show_issue_slots(name: str) -> None:
              f"Timed: the record's interleaved runs, L2 flushed. *{rec.label}*")
 
 
+def dram_in_flight(device: dict, dram_cycles: float) -> tuple[float, float]:
+    """Little's law for DRAM: (bytes a cycle each SM receives at the measured copy bandwidth, bytes
+    each SM must have in flight to keep that rate: the rate times the DRAM latency in cycles)."""
+    per_sm_cycle = device["measured_copy_gbs"] * 1e9 / device["sm_count"] / (device["clock_mhz"] * 1e6)
+    return per_sm_cycle, per_sm_cycle * dram_cycles
+
+
+def tile_bytes(spec, full: dict) -> int:
+    """Bytes of one K tile of A and B that a block copies from global memory: (rows + cols) x k_tile floats."""
+    rows, cols = spec.tile(full)
+    return (rows + cols) * spec.k_tile(full) * 4
+
+
 def show_littles_law(name: str, **params) -> None:
     """Little's law: what must be in flight = latency x rate. With this GPU's measured latencies,
     the warps each scheduler must hold to keep issuing, against what the configuration has (from
@@ -201,8 +214,7 @@ def show_littles_law(name: str, **params) -> None:
     full, occ = build.params, build.occupancy
     d = rec.device
     warps = occ.warps_per_sm / SCHEDULERS_PER_SM
-    dram_per_sm_cycle = d["measured_copy_gbs"] * 1e9 / d["sm_count"] / (d["clock_mhz"] * 1e6)
-    need_bytes = dram_per_sm_cycle * lat["dram_cycles"]
+    dram_per_sm_cycle, need_bytes = dram_in_flight(d, lat["dram_cycles"])
     rows = [["shared-memory load", f"{lat['shared_cycles']:.0f}",
              f"{lat['shared_cycles']:.0f} independent instructions per scheduler between a load and its use"],
             ["L2 hit", f"{lat['l2_cycles']:.0f}", "-"],
@@ -213,9 +225,8 @@ def show_littles_law(name: str, **params) -> None:
              f"{rec.label}; DRAM rate: the record's copy bandwidth.")
     lines = [f"{spec.name} [{spec.config_label(full)}]: {occ.blocks_per_sm} block(s) per SM, {warps:g} warps per "
              f"scheduler ({build.resources.registers} registers per thread)."]
-    rows_c, cols_c = spec.tile(full)
     if "STAGES" in full and spec.k_tile:
-        stage = (rows_c + cols_c) * spec.k_tile(full) * 4
+        stage = tile_bytes(spec, full)
         ahead = (full["STAGES"] - 1) * stage * occ.blocks_per_sm
         lines.append(f"Copies in flight per SM: {full['STAGES'] - 1} stage(s) ahead x {stage / 1e3:.1f} KB a stage "
                      f"x {occ.blocks_per_sm} block(s) = {ahead / 1e3:.1f} KB, against the {need_bytes / 1e3:.1f} KB "
