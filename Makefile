@@ -34,7 +34,7 @@ endif
 PIP_SOURCE = $(if $(WHEELHOUSE),--no-index --find-links $(abspath $(WHEELHOUSE)),)
 STAMP = $(VENV)/.gemmlab-$(subst $(comma),-,$(EXTRAS))$(if $(REUSE_SYSTEM),-system,)
 
-.PHONY: lab test test-widgets7 test-cuda12 test-py310 env env-lab env-browser clean-env gpu-session
+.PHONY: lab test test-slow test-widgets7 test-cuda12 test-py310 env env-lab env-browser clean-env gpu-session
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -62,8 +62,14 @@ lab: env-lab
 
 # PYTEST_ARGS: more pytest options, e.g. "-n 8 --dist loadfile" (pytest-xdist: one file or notebook per
 # worker, whole) where there are cores to spare, as .ci/gpu-session does on the GPU machine.
+# make test: what a contributor runs after every change. The heavy tier (tests marked slow: every
+# architecture, every extreme configuration, refits; and the browser tests) is make test-slow, which CI
+# runs too.
 test: env
-	$(PY) -m pytest --nbval --nbval-current-env $(PYTEST_ARGS) tests notebooks
+	$(PY) -m pytest --nbval --nbval-current-env -m "not slow and not browser" $(PYTEST_ARGS) tests notebooks
+
+test-slow: env
+	$(PY) -m pytest -m "slow or browser" $(PYTEST_ARGS) tests
 
 # $(call borrowing_env,DIR,PACKAGES): a second small environment in DIR that holds only PACKAGES and
 # borrows everything else from $(VENV) (a path line, so $(VENV)'s editable gemmlab is not used there:
@@ -72,16 +78,21 @@ PURELIB = -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'
 define borrowing_env
 @test -x $(1)/bin/python || $(PYTHON) -m venv --without-pip $(1)
 @site=$$($(1)/bin/python $(PURELIB)); $(PY) $(PURELIB) > $$site/borrowed.pth; \
-  $(PIP) install -q $(PIP_SOURCE) --no-deps --upgrade --target $$site $(2)
+  $(PIP) install -q $(PIP_SOURCE) --no-deps --ignore-installed --prefix $(1) $(2)
 endef
 
-# The notebooks and the widget test again under ipywidgets 7.7, the major Colab's front end supports.
+# The notebooks and the widget test again under ipywidgets 7.7, the major Colab's front end supports; and the
+# browser test's learner's loop in JupyterLab 3.6 with it (JupyterLab 4's widget manager loads ipywidgets 8's
+# models only), lab and kernel from this environment.
 WIDGETS7 = .venv-widgets7
-WIDGETS7_PKGS = "ipywidgets==7.7.5" "widgetsnbextension~=3.6.0" "jupyterlab-widgets>=1,<3" "ipython-genutils~=0.2.0"
+WIDGETS7_PKGS = "ipywidgets==7.7.5" "widgetsnbextension~=3.6.0" "jupyterlab-widgets>=1,<3" "ipython-genutils~=0.2.0" \
+                "jupyterlab~=3.6.8" "nbclassic~=1.3"
 test-widgets7: env
 	$(call borrowing_env,$(WIDGETS7),$(WIDGETS7_PKGS))
 	PYTHONPATH=$(CURDIR) GEMMLAB_EXPECT_IPYWIDGETS=7 $(WIDGETS7)/bin/python -m pytest -p no:cacheprovider --nbval --nbval-current-env \
 	  tests/test_widgets.py notebooks
+	GEMMLAB_BROWSER_LAB_PYTHON=$(abspath $(WIDGETS7))/bin/python $(PY) -m pytest -p no:cacheprovider \
+	  tests/test_browser.py -k "learners_loop or quietly"
 
 # The compile and architecture tests again with the CUDA 12 toolchain (NVRTC 12.9 through cuda-bindings
 # 12.9), a learner's with a CUDA 12 driver.

@@ -90,7 +90,7 @@ def _refuse_link(path: Path) -> None:
 
 
 def _attempt_path(path: Path) -> Path:
-    """The first free name for an earlier attempt: 04_bank_conflicts.attempt1.cu, .attempt2.cu, ..."""
+    """The first free name for an earlier attempt: NAME.attempt1.cu, NAME.attempt2.cu, ..."""
     n = 1
     while (old := path.with_name(f"{path.stem}.attempt{n}{path.suffix}")).exists() or old.is_symlink():
         n += 1

@@ -27,10 +27,8 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
     __shared__ float As[TILE][TILE];   // As[m][k]
     __shared__ float Bs[TILE][TILE];   // Bs[k][n]
 
-    // exercise: begin
     const int f = threadIdx.x % TILE;  // fast index: consecutive lanes -> consecutive columns
     const int s = threadIdx.x / TILE;
-    // exercise: end
     const int row0 = blockIdx.y * TILE, col0 = blockIdx.x * TILE;
 
     float acc[OUTPUTS];
@@ -41,10 +39,12 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
 #pragma unroll
         for (int j = 0; j < OUTPUTS; ++j) {
             const int r = s + j * ROWS_OF_THREADS;        // row within the tile
+            // exercise: begin
             const int ar = row0 + r, ak = k0 + f;
             As[r][f] = (ar < M && ak < K) ? A[(size_t)ar * lda + ak] : 0.0f;
             const int bk = k0 + r, bc = col0 + f;
             Bs[r][f] = (bk < K && bc < N) ? B[(size_t)bk * ldb + bc] : 0.0f;
+            // exercise: end
         }
         __syncthreads();
 

@@ -33,7 +33,10 @@ def show_kernel(name: str) -> None:
 def show_diff(old: str, new: str) -> None:
     """What changed from the kernel `old` to `new`, with `new`'s exercise lines as its starter has them."""
     a, b = registry.get(old), registry.get(new)
-    diff = difflib.unified_diff(a.path.read_text().splitlines(), _listing(b).splitlines(),
+    # the earlier chapter's exercise markers are not this one's: they would frame its solution as this exercise
+    before = [line for line in a.path.read_text().splitlines()
+              if line.strip() not in (exercises.BEGIN, exercises.END)]
+    diff = difflib.unified_diff(before, _listing(b).splitlines(),
                                 f"kernels/{a.path.name}", f"kernels/{b.path.name}", lineterm="", n=2)
     markdown("```diff\n" + "\n".join(diff) + "\n```" + _exercise_note(b))
 

@@ -24,8 +24,9 @@ def _where_to_click(path) -> str:
     if "google.colab" in sys.modules:
         return (f"On Colab: open the Files panel (the folder icon on the left), go to `{path.parent}` and "
                 f"double-click `{path.name}`; it opens in Colab's editor, and Ctrl+S saves it.")
-    return ("Click the link: JupyterLab opens it in its editor (so does VS Code; Ctrl+S saves it). It is also "
-            "in the file browser, in the `workspace` folder beside the chapters.")
+    return ("Click the link: JupyterLab opens it in its editor (Ctrl+S saves it); it is also in the file browser, "
+            "in the `workspace` folder beside the chapters. In VS Code, open it from the Explorer: "
+            "`notebooks/workspace/`.")
 
 
 def exercise(chapter: str, fresh: bool = False) -> None:
