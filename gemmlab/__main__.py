@@ -274,7 +274,7 @@ def cmd_check(args) -> int:
         print(exc, file=sys.stderr)
         return 2
     print(verdict)
-    return 0 if verdict.passed else 1
+    return verdict.exit_status
 
 
 def cmd_record(args) -> int:

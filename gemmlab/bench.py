@@ -109,7 +109,7 @@ class Check:
                 f"worst element at {self.elementwise:.0%} of its bound{where}")
 
 
-def _span(index, n: int, what: str) -> tuple[str, bool]:
+def span(index, n: int, what: str) -> tuple[str, bool]:
     """Rows (or columns) `index` of n, in words, and whether they are the last ones and not all."""
     if len(index) == n:
         return f"every {what}", False
@@ -128,7 +128,7 @@ def _where_wrong(bad) -> tuple[str, bool]:
     cols = cp.nonzero(bad.any(axis=0))[0].get()
     if not len(rows):
         return "no element past its own bound, but the error over C too large", False
-    (in_rows, last_rows), (in_cols, last_cols) = _span(rows, bad.shape[0], "row"), _span(cols, bad.shape[1], "column")
+    (in_rows, last_rows), (in_cols, last_cols) = span(rows, bad.shape[0], "row"), span(cols, bad.shape[1], "column")
     return (f"{int(bad.sum()):,} of {bad.size:,} elements wrong, in {in_rows} and {in_cols}",
             last_rows or last_cols)
 

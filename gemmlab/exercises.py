@@ -127,13 +127,28 @@ class Verdict:
     lines: list[tuple[bool, str]] = field(default_factory=list)    # the checks that ran: passed or not
     not_run: list[str] = field(default_factory=list)                 # the checks that could not run, and why
     gpu: str = ""                      # "" where there was none, else the device's name
+    on_cpu: bool = False               # its correctness was checked on the CPU (gemmlab/cpu)
     tflops: float | None = None
     solution_tflops: float | None = None
     cublas_tflops: float | None = None
 
     @property
+    def failed(self) -> bool:
+        return any(not ok for ok, _ in self.lines)
+
+    @property
+    def verified(self) -> bool:
+        """Its results were checked: on a GPU, or on the CPU."""
+        return bool(self.gpu) or self.on_cpu
+
+    @property
     def passed(self) -> bool:
-        return bool(self.lines) and all(ok for ok, _ in self.lines)
+        return bool(self.lines) and not self.failed and self.verified
+
+    @property
+    def exit_status(self) -> int:
+        """0: passed; 1: failed; 3: not verified (its results could not be checked here)."""
+        return 0 if self.passed else 1 if self.failed or not self.lines else 3
 
     def add(self, ok: bool, text: str) -> bool:
         self.lines.append((ok, text))
@@ -145,9 +160,11 @@ class Verdict:
 
     @property
     def summary(self) -> str:
-        if not self.passed:
+        if self.failed or not self.lines:
             return "FAIL"
-        return f"PASS on {self.gpu}" if self.gpu else "PASS without a GPU (static checks only)"
+        if not self.verified:
+            return "NOT VERIFIED"
+        return f"PASS on {self.gpu}" if self.gpu else "PASS on the CPU"
 
     def __str__(self) -> str:
         head = f"{self.summary}: {self.kernel} exercise, {self.shown_file}"
@@ -180,7 +197,9 @@ def _todos(text: str) -> list[int]:
 
 def _compile_lines(exc: CompileError, path: Path) -> str:
     errors = [line for line in exc.log.splitlines() if "error" in line] or exc.log.strip().splitlines()[:1]
-    return "does not compile:\n" + "\n".join(f"      {e}" for e in errors[:5]) + f"\n      (file {shown_path(path)})"
+    shown = shown_path(path)
+    return ("does not compile:\n" + "\n".join(f"      {e.replace(str(path), shown)}" for e in errors[:5])
+            + f"\n      (file {shown})")
 
 
 def _evidence(spec: KernelSpec, mine, theirs, verdict: Verdict) -> None:
@@ -316,9 +335,10 @@ def gpu_part(chapter: str | int, file: str | Path) -> dict:
 
 
 def check(chapter: str | int, file: str | Path | None = None, which: str = "learner",
-          gpu: bool | None = None) -> Verdict:
+          gpu: bool | None = None, cpu: bool = True) -> Verdict:
     """Check the learner's file (or `file`, or the untouched starter with which="starter", or the
-    chapter's own kernel with which="solution"). gpu=None: on a GPU when there is one."""
+    chapter's own kernel with which="solution"). gpu=None: on a GPU when there is one; without one,
+    its results are checked on the CPU (cpu=False: the static checks only, and it is not verified)."""
     spec = spec_of(chapter)
     if which == "solution":
         path = spec.path
@@ -360,10 +380,137 @@ def check(chapter: str | int, file: str | Path | None = None, which: str = "lear
         gpu = device.available()
     if gpu:
         _gpu_in_child(spec, path, verdict)
+        return verdict
+    why = device.why_unavailable().split(";")[0] if not device.available() else "not asked for"
+    if cpu:
+        _on_cpu(spec, full, path, verdict)
     else:
-        verdict.not_run.append("correctness and speed, which need a GPU: "
-                               + (device.why_unavailable() if not device.available() else "not asked for"))
+        verdict.not_run.append("correctness: not asked for")
+    verdict.not_run.append(f"speed: not measured, it needs a GPU ({why})")
     return verdict
+
+
+# --- correctness on the CPU (gemmlab/cpu) --------------------------------------------------------
+
+def cpu_shapes(spec: KernelSpec, params: dict) -> list[Problem]:
+    """Primes, K = 1, padded rows with alpha and beta, and a multiple of every tile: small enough for the
+    CPU, large enough for several blocks and ragged edges."""
+    rows, cols = spec.tile(params)
+    k_tile = spec.k_tile(params) if spec.k_tile else 8
+    return [Problem(131, 137, 47), Problem(1, 1, 1), Problem(64, 80, 1),
+            Problem(200, 136, 72, lda=76, ldb=140, ldc=140, alpha=1.5, beta=0.5),
+            Problem(2 * rows, 2 * cols, 2 * k_tile)]
+
+
+def _runnable(spec: KernelSpec, params: dict, p: Problem) -> tuple[Problem | None, str]:
+    """The shape, or with its rows padded to multiples of 4 floats where the kernel needs 16-byte rows
+    (as the chapter's kernel does); None and the rule where it refuses even that."""
+    label = _shape_words(p) + (f" (rows {p.lda}, {p.ldb} and {p.ldc} floats apart, alpha {p.alpha:g}, beta "
+                               f"{p.beta:g})" if (p.lda, p.ldb, p.ldc) != (p.K, p.N, p.N) else "")
+    try:
+        spec.check_shape(params, p)
+        return p, label
+    except UnsupportedShape:
+        padded = Problem(p.M, p.N, p.K, *(-(-x // 4) * 4 for x in (p.lda, p.ldb, p.ldc)), p.alpha, p.beta)
+        try:
+            spec.check_shape(params, padded)
+            return padded, f"{label} (rows padded to 16 bytes)"
+        except UnsupportedShape as exc:
+            return None, f"{label}: refused as the chapter's kernel refuses it ({exc.rule})"
+
+
+_ORDER = {"forward": "first to last", "reverse": "last to first"}
+
+
+def _on_cpu(spec: KernelSpec, params: dict, path: Path, verdict: Verdict) -> None:
+    from tqdm.auto import tqdm
+    shapes = cpu_shapes(spec, params)
+    # a few seconds of compiling and running: a bar that goes when the verdict comes
+    with tqdm(total=len(shapes) + 2, desc="checking on the CPU", leave=False) as bar:
+        _on_cpu_steps(spec, params, path, verdict, shapes, bar)
+
+
+def _on_cpu_steps(spec: KernelSpec, params: dict, path: Path, verdict: Verdict, shapes, bar) -> None:
+    from . import cpu
+    try:
+        program = cpu.build(spec, params, path)
+    except cpu.NoCompiler as exc:
+        verdict.not_run.append(f"correctness: {exc}")
+        return
+    except cpu.BuildError as exc:
+        verdict.add(False, "the host C++ compiler refuses it (the CPU check compiles it as C++):\n"
+                           + "\n".join(f"      {ln}" for ln in str(exc).splitlines()))
+        return
+    bar.update()
+    shown = shown_path(path)
+    good, bad, first = [], [], None
+    for shape in shapes:
+        bar.update()
+        p, label = _runnable(spec, params, shape)
+        if p is None:
+            verdict.add(True, label)
+            continue
+        outcome = cpu.run(program, spec, params, p, 1, path, shown)
+        fault = next(((s, r) for s, r in outcome.items() if isinstance(r, cpu.Fault)), None)
+        if fault:
+            verdict.add(False, f"at {label}, threads run {_ORDER[fault[0]]}: {fault[1]}")
+            verdict.on_cpu = True
+            return
+        wrong = {s: r for s, r in outcome.items() if r is not None}
+        (bad if wrong else good).append(label)
+        if wrong and first is None:
+            first = (label, wrong)
+    verdict.on_cpu = True
+    if not bad:
+        verdict.add(True, f"correct on the CPU at {_count(len(good), 'shape')} ({', '.join(good)}), its threads "
+                          f"run first to last and last to first between barriers")
+        _other_configuration(spec, params, path, verdict)
+        return
+    label, wrong = first
+    schedule, result = next(iter(wrong.items()))
+    text = f"wrong results on the CPU at {', '.join(bad)}" + (f", right at {', '.join(good)}" if good else "")
+    text += f"; at {label}: {result}"
+    if len(wrong) < len(cpu.SCHEDULES):
+        text += (f". Right when threads run {_ORDER[next(s for s in cpu.SCHEDULES if s not in wrong)]}, wrong "
+                 f"{_ORDER[schedule]}: threads read what others have not written yet, or overwrite what others "
+                 f"still read: a barrier missing or misplaced?")
+    elif result.at_edge or good:
+        text += ": look at the edge predicates (the rows and columns past M, N and K) or the leading dimensions"
+    verdict.add(False, text)
+
+
+def _other_configuration(spec: KernelSpec, params: dict, path: Path, verdict: Verdict) -> None:
+    """The same file at the legal configuration that differs most from the exercise's (larger tunables first),
+    at the first shape it takes: a number written for the exercise's tunables (33 for TILE + 1) is wrong there."""
+    from . import cpu
+    fixed = spec.exercise.params                   # what the exercise's change needs stays as it is
+    others = [{**c, **fixed} for c in spec.extreme_configs()]
+    others = sorted((spec.resolve(c) for c in others if spec.is_legal(c) and spec.resolve(c) != params),
+                    key=lambda c: (-sum(c[k] != v for k, v in params.items()), -sum(c.values())))   # larger tiles first
+    if not others:
+        return
+    other = others[0]
+    changed = " ".join(f"{k}={v}" for k, v in other.items() if v != params[k])
+    try:
+        program = cpu.build(spec, other, path)
+    except cpu.BuildError as exc:
+        verdict.add(False, f"does not build at {changed} (the tunables the chapter's explorer offers too):\n      "
+                           + str(exc).splitlines()[0])
+        return
+    for shape in cpu_shapes(spec, other):
+        p, label = _runnable(spec, other, shape)
+        if p is None:
+            continue
+        outcome = cpu.run(program, spec, other, p, 1, path, shown_path(path))
+        wrong = next((r for r in outcome.values() if r is not None), None)
+        verdict.add(wrong is None, f"correct at {changed} too ({label})" if wrong is None else
+                    f"wrong at {changed} ({label}), right at the exercise's tunables: {wrong}. A number that "
+                    f"holds only for the exercise's tunables?")
+        return
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}" + ("" if n == 1 else "s")
 
 
 def chapters() -> list[KernelSpec]:

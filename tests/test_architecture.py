@@ -24,6 +24,7 @@ LAYERS = [
     ["source"],
     ["figures"],
     ["tune", "exercises"],
+    ["cpu"],
     ["bench", "probes", "support"],
     ["records"],
     ["compile"],

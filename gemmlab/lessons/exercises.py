@@ -43,6 +43,9 @@ def exercise(chapter: str, fresh: bool = False) -> None:
     link = exercises.shown_path(path)
     kept = exercises.attempts(spec)
     again = (f" Your earlier attempts are kept beside it: {', '.join(f'`{p.name}`' for p in kept)}." if kept else "")
+    if fresh and kept:      # an editor tab still open on the old copy would save it over the new one
+        again += (" If your copy is open in an editor tab, close the tab without saving (or File > Reload File from "
+                  "Disk) before you edit the new one.")
     short = spec.name[:2]
     markdown(f"**Your turn.** {spec.exercise.task}\n\nYour copy of the starter: **[{link}]({link})**. "
              f"{_where_to_click(path)} The TODOs mark where the change goes. Edit it, save, then run "

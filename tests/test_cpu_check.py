@@ -1,0 +1,161 @@
+"""The check without a GPU: the learner's CUDA file compiled for the CPU (gemmlab/cpu) and run with CUDA's
+semantics, then validated against float64. What the runner does with races, shuffles, misaligned and
+out-of-bounds accesses, barriers, cp.async and waits (a kernel of twists, tests/data/cpu_semantics.cu);
+how a verdict reads; the planted bugs of tests/planted_bugs.py (slow tier: all of them)."""
+from pathlib import Path
+
+import pytest
+
+from gemmlab import cpu, exercises, registry
+from gemmlab.spec import Problem
+
+import sys
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+HERE = Path(__file__).resolve().parent
+TWISTS = HERE / "data" / "cpu_semantics.cu"
+SHAPE = Problem(67, 13, 9)           # 3 block rows, 4 block columns of chapter 01's 32 x 4 blocks
+
+
+def _run(mode: int, problem: Problem = SHAPE):
+    spec = registry.get("01")
+    params = spec.resolve({})
+    program = cpu.build(spec, {**params, "MODE": mode}, TWISTS)
+    return cpu.run(program, spec, params, problem, 1, TWISTS, TWISTS.name)
+
+
+def test_a_right_kernel_is_right_in_both_orders():
+    assert _run(0) == {"forward": None, "reverse": None}
+    assert _run(10) == {"forward": None, "reverse": None}, "a value through a neighbour, with barriers"
+    assert _run(9) == {"forward": None, "reverse": None}, "shuffles there and back"
+
+
+def test_a_missing_barrier_gives_a_wrong_answer_not_a_lucky_one():
+    outcome = _run(1)
+    assert all(isinstance(r, cpu.Wrong) for r in outcome.values()), outcome
+    wrong = outcome["forward"]
+    assert (wrong.row, wrong.col) == (0, 0) and "elements wrong" in wrong.where
+
+
+def test_a_shuffle_mask_that_leaves_the_lane_out_is_named_with_thread_block_and_line():
+    fault = _run(2)["forward"]
+    assert isinstance(fault, cpu.Fault) and "leaves itself out" in fault.what
+    line = _line("MODE == 2") + 1
+    assert fault.where == f"thread (16, 0, 0) of block (0, 0, 0), {TWISTS.name} line {line}"
+
+
+def test_a_misaligned_vector_load_is_an_error_as_on_the_gpu():
+    fault = _run(3)["forward"]
+    assert isinstance(fault, cpu.Fault) and "misaligned address" in fault.what and "float4" in fault.what
+    assert fault.where.endswith(f"{TWISTS.name} line {_line('MODE == 3') + 1}")
+    assert "thread (0, 0, 0) of block (0, 0, 0)" in fault.where
+
+
+def test_a_read_past_a_is_named_with_thread_block_and_line():
+    fault = _run(4)["forward"]
+    assert isinstance(fault, cpu.Fault) and fault.what == "read of 4 bytes outside A, B or C"
+    assert fault.where == f"thread (0, 0, 0) of block (0, 0, 0), {TWISTS.name} line {_line('MODE == 4') + 1}"
+
+
+def test_threads_at_two_different_barriers_are_an_error():
+    fault = _run(5)["forward"]
+    assert isinstance(fault, cpu.Fault) and "different barriers" in fault.what
+
+
+def test_a_cp_async_copy_lands_at_its_wait_and_not_before():
+    before = _run(6)["forward"]
+    assert isinstance(before, cpu.Wrong), "read before the wait: the shared memory still holds what it held"
+    assert _run(7) == {"forward": None, "reverse": None}
+
+
+def test_a_wait_that_never_ends_is_an_error_not_a_hang():
+    fault = _run(8, Problem(1, 1, 1))["forward"]
+    assert isinstance(fault, cpu.Fault) and "never ends" in fault.what and f"line {_line('MODE == 8') + 1}" in fault.where
+
+
+def _line(marker: str) -> int:
+    return next(n for n, text in enumerate(TWISTS.read_text().splitlines(), 1) if marker in text)
+
+
+# --- the verdict ----------------------------------------------------------------------------------
+
+@pytest.fixture(autouse=True)
+def workspace(tmp_path, monkeypatch):
+    monkeypatch.setenv("GEMMLAB_WORKSPACE", str(tmp_path / "ws"))
+    return tmp_path / "ws"
+
+
+def _planted(chapter: str, old: str, new: str, folder: Path) -> Path:
+    spec = registry.get(chapter)
+    region = exercises.solution_region(spec)
+    assert old in region, f"{old!r} is not in {spec.name}'s exercise"
+    path = folder / spec.path.name
+    path.write_text(spec.path.read_text().replace(region, region.replace(old, new, 1)))
+    return path
+
+
+def test_without_a_gpu_the_solution_passes_on_the_cpu_and_speed_is_not_measured():
+    verdict = exercises.check("02", which="solution", gpu=False)
+    assert verdict.passed and verdict.on_cpu and verdict.summary == "PASS on the CPU", str(verdict)
+    assert any(ok and text.startswith("correct on the CPU at 5 shapes") for ok, text in verdict.lines)
+    assert [t.split(":")[0] for t in verdict.not_run] == ["speed"]
+    assert "not run: speed: not measured, it needs a GPU" in str(verdict)
+
+
+def test_an_off_by_one_names_the_first_wrong_element(tmp_path):
+    verdict = exercises.check("02", _planted("02", "ak = k0 + c;", "ak = k0 + c + 1;", tmp_path), gpu=False)
+    failed = [text for ok, text in verdict.lines if not ok]
+    assert len(failed) == 1 and failed[0].startswith("wrong results on the CPU at 131 x 137 x 47")
+    assert "C[0, 0] is " in failed[0] and ", expected " in failed[0]
+    assert verdict.summary == "FAIL" and verdict.exit_status == 1
+
+
+def test_a_number_that_holds_only_for_the_exercises_tunables_fails(tmp_path):
+    verdict = exercises.check("04", _planted("04", "TILE + 1 : TILE", "33 : TILE", tmp_path), gpu=False)
+    failed = [text for ok, text in verdict.lines if not ok]
+    assert len(failed) == 1 and failed[0].startswith("wrong at TILE=64"), failed
+
+
+def test_with_no_compiler_the_check_is_not_verified_and_never_passes(monkeypatch, capsys):
+    def none():
+        raise cpu.NoCompiler("no C++ compiler here (g++ or clang++, or `pip install ziglang`)")
+    monkeypatch.setattr(cpu, "compiler", none)
+    verdict = exercises.check("02", which="solution", gpu=False)
+    assert not verdict.passed and verdict.summary == "NOT VERIFIED" and verdict.exit_status == 3
+    assert "not run: correctness: no C++ compiler here" in str(verdict)
+    from gemmlab.__main__ import main
+    assert main(["check", "02", "--solution"]) == 3
+    assert capsys.readouterr().out.startswith("NOT VERIFIED")
+
+
+# --- every chapter, and the corpus (slow tier) -------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [s.name for s in exercises.chapters()])
+def test_every_chapters_kernel_passes_on_the_cpu_at_its_default_and_extreme_configurations(name):
+    spec = registry.get(name)
+    for config in [spec.defaults, *spec.extreme_configs()]:
+        full = spec.resolve(config)
+        program = cpu.build(spec, full)
+        for shape in exercises.cpu_shapes(spec, full)[:1] + exercises.cpu_shapes(spec, full)[3:4]:
+            p, label = exercises._runnable(spec, full, shape)
+            if p is None:
+                continue
+            outcome = cpu.run(program, spec, full, p, 1, spec.path, spec.path.name)
+            assert outcome == {"forward": None, "reverse": None}, f"{name} [{spec.config_label(full)}] {label}: {outcome}"
+
+
+@pytest.mark.slow
+def test_the_planted_bugs_fail_the_check_without_a_gpu(tmp_path):
+    from planted_bugs import BUGS
+    passed, expected = [], []
+    for n, (chapter, old, new, kind, why) in enumerate(BUGS):
+        folder = tmp_path / str(n)
+        folder.mkdir()
+        verdict = exercises.check(chapter, _planted(chapter, old, new, folder), gpu=False)
+        if not verdict.failed:
+            passed.append(f"{chapter} {kind}")
+            if not why:
+                expected.append(f"{chapter} {kind}: {verdict}")
+    assert not expected, "\n".join(expected)
+    assert len(BUGS) >= 40 and len(passed) <= 0.1 * len(BUGS), passed
