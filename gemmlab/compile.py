@@ -3,7 +3,8 @@
 Works with no GPU. Resources (registers, shared memory, stack) are read from the cubin itself
 (cubin.py) and spills from its SASS (sass.py); the ptxas report in NVRTC's log is only
 cross-checked where it is there (see cubin.py for why). Results are cached on disk, keyed by the
-source's bytes, the options (architecture and tunables) and the compiler build.
+source's bytes, the headers it includes from the kernels folder (kernels/ptx.cuh), the options
+(architecture and tunables) and the compiler build.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import arch as archs, cubin, files, registry, sass, toolchain
+from . import arch as archs, cubin, files, identity, registry, sass, toolchain
 from .spec import KernelSpec, Params
 
 DEFAULT_ARCH = archs.DEFAULT
@@ -199,16 +200,20 @@ def _options(params: Params, arch: str) -> list[str]:
 _ONE_COMPILE_AT_A_TIME = threading.Lock()
 
 
-def nvrtc_compile(source: bytes, name: str, options: list[str]) -> tuple[bool, bytes, str]:
-    """(compiled?, cubin, log) of one source with NVRTC; what compile_kernel and the probes share."""
+def nvrtc_compile(source: bytes, name: str, options: list[str],
+                  headers: dict[str, bytes] | None = None) -> tuple[bool, bytes, str]:
+    """(compiled?, cubin, log) of one source with NVRTC; what compile_kernel and the probes share.
+    `headers`: the text of each header the source includes, by the name it includes it by."""
     with _ONE_COMPILE_AT_A_TIME:
-        return _nvrtc_compile(source, name, options)
+        return _nvrtc_compile(source, name, options, headers or {})
 
 
-def _nvrtc_compile(source: bytes, name: str, options: list[str]) -> tuple[bool, bytes, str]:
+def _nvrtc_compile(source: bytes, name: str, options: list[str],
+                   headers: dict[str, bytes]) -> tuple[bool, bytes, str]:
     nvrtc = toolchain.nvrtc()  # cuda.bindings.nvrtc: every call returns (nvrtcResult, *outputs)
     success = nvrtc.nvrtcResult.NVRTC_SUCCESS
-    status, prog = nvrtc.nvrtcCreateProgram(source, name.encode(), 0, [], [])
+    status, prog = nvrtc.nvrtcCreateProgram(source, name.encode(), len(headers), list(headers.values()),
+                                            [n.encode() for n in headers])
     if status != success:
         raise RuntimeError(f"nvrtcCreateProgram failed: {status.name}")
     try:
@@ -239,18 +244,22 @@ def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch:
     spec.check_arch(full, archs.get(arch))   # what this architecture cannot hold, refused by rule
     text = (source or spec.path).read_bytes()
     where = str(source) if source else f"kernels/{spec.path.name}"
+    # The headers it includes from the kernels folder (ptx.cuh), for a learner's copy elsewhere too.
+    # NVRTC is given their text, which it takes before any file of that name: so the cubin is made
+    # of exactly what the key below holds, whatever folder a search would have looked in first.
+    headers = {name: path.read_bytes() for name, path in identity.headers(text.decode(errors="replace"), spec.path.parent).items()}
     options = _options(full, arch)
     compiler = toolchain.nvrtc_build()
-    # The key: what decides the cubin (kernels include no headers), so two checkouts of the same
-    # sources share cache entries.
-    key = hashlib.sha256(json.dumps([text.hex(), options, compiler]).encode()).hexdigest()[:24]
+    # The key: what decides the cubin, so two checkouts of the same sources share cache entries.
+    key = hashlib.sha256(json.dumps([text.hex(), {n: h.hex() for n, h in headers.items()}, options, compiler])
+                         .encode()).hexdigest()[:24]
     entry = cache_dir() / f"{spec.name}-{arch}-{key}"
     cubin_path, log_path, res_path = (entry.with_suffix(s) for s in (".cubin", ".log", ".json"))
     found = _read_entry(cubin_path, log_path, res_path) if use_cache else None
     if found:
         log, resources = found
     else:
-        ok, image, log = nvrtc_compile(text, where, options)
+        ok, image, log = nvrtc_compile(text, where, options, headers)
         if not ok:
             raise CompileError(spec.name, full, arch, log)
         # Each file whole or not at all; the resources last, as a reader needs all three.

@@ -442,6 +442,9 @@ def _on_cpu_steps(spec: KernelSpec, params: dict, path: Path, verdict: Verdict, 
                            + "\n".join(f"      {ln}" for ln in str(exc).splitlines()))
         return
     bar.update()
+    if not cpu.sanitizers(tuple(cpu.compiler())):
+        verdict.not_run.append("accesses outside A, B, C or a shared array, and misaligned vectors: this C++ "
+                               "compiler has no AddressSanitizer (g++ or clang++ have)")
     shown = shown_path(path)
     good, bad, first = [], [], None
     for shape in shapes:

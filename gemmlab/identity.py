@@ -2,7 +2,9 @@
 
 It is a hash of the code's tokens, not of the file's bytes: comments and the layout of white space
 do not count, so fixing a typo in a kernel's header comment leaves its records fresh, while any
-change to a statement, a define or a string (inline PTX) makes them stale.
+change to a statement, a define or a string (inline PTX) makes them stale. The headers a kernel
+includes from its own folder (kernels/ptx.cuh) are part of its code: a change to one makes the
+records of every kernel that includes it stale.
 """
 from __future__ import annotations
 
@@ -32,6 +34,30 @@ def code_tokens(text: str) -> list[str]:
     return tokens
 
 
+# `#include "name"` (or <name>), in code with its comments gone.
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*["<]([^">\n]+)[">]', re.MULTILINE)
+
+
+def headers(text: str, folder: Path) -> dict[str, Path]:
+    """The headers of `folder` (the kernels folder) that C/CUDA source includes, directly or through
+    one another, by the name it includes them by, in the order first included. Includes of files not
+    in `folder` (none of the kernels has any) are not followed."""
+    found: dict[str, Path] = {}
+    pending = [text]
+    while pending:
+        for name in _INCLUDE.findall(_without_comments(pending.pop(0))):
+            path = folder / name
+            if name not in found and path.is_file():
+                found[name] = path
+                pending.append(path.read_text())
+    return found
+
+
 def code_hash(path: Path) -> str:
-    """16 hex digits of SHA-256 over the code's tokens."""
-    return hashlib.sha256("\x1f".join(code_tokens(path.read_text())).encode()).hexdigest()[:16]
+    """16 hex digits of SHA-256 over the code's tokens, then those of each header it includes from
+    its own folder."""
+    text = path.read_text()
+    tokens = code_tokens(text)
+    for header in headers(text, path.parent).values():
+        tokens += code_tokens(header.read_text())
+    return hashlib.sha256("\x1f".join(tokens).encode()).hexdigest()[:16]

@@ -88,18 +88,33 @@ def shape_label(shape) -> str:
 
 
 def _is_current(kernel: str, recorded: str | None) -> bool:
-    """Whether `recorded` is the code hash of the kernel's file as it is now."""
+    """Whether `recorded` is the code hash of the kernel's file, and the headers it includes, as they are now."""
     spec = registry.KERNELS.get(kernel)
     if spec is None or not spec.path.exists():
         return False
-    stat = spec.path.stat()
-    return recorded == _code_hash(spec.path, stat.st_mtime_ns, stat.st_size)
+    try:
+        files = (spec.path, *_headers(*_version(spec.path)))
+        return recorded == _code_hash(*(_version(p) for p in files))
+    except FileNotFoundError:          # a header it included is gone: not the code that was recorded
+        return False
+
+
+def _version(path: Path) -> tuple[Path, int, int]:
+    stat = path.stat()
+    return path, stat.st_mtime_ns, stat.st_size
 
 
 @functools.lru_cache(maxsize=64)
-def _code_hash(path: Path, mtime_ns: int, size: int) -> str:
-    """identity.code_hash, once per version of the file (a record has thousands of rows to judge)."""
-    return identity.code_hash(path)
+def _headers(path: Path, mtime_ns: int, size: int) -> tuple[Path, ...]:
+    """The headers a version of a kernel's file includes (identity.headers)."""
+    return tuple(identity.headers(path.read_text(), path.parent).values())
+
+
+@functools.lru_cache(maxsize=64)
+def _code_hash(kernel: tuple[Path, int, int], *headers: tuple[Path, int, int]) -> str:
+    """identity.code_hash, once per version of the file and its headers (a record has thousands of
+    rows to judge)."""
+    return identity.code_hash(kernel[0])
 
 
 @dataclass

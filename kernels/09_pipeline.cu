@@ -27,6 +27,8 @@
 // WMITER x WNITER sub-tiles in which 4 x 8 lanes own 4 x 4 patches (08): the 8 lanes of a
 // quarter-warp share their A address (a broadcast) and read 8 consecutive 16-byte pieces of B.
 
+#include "ptx.cuh"   // copy_async, commit, wait_pending: cp.async in PTX (and its CPU twin)
+
 #ifndef BM
 #define BM 128
 #endif
@@ -66,30 +68,6 @@
 #define B_CHUNKS (BK * BN / 4 / THREADS)
 #define PRAGMA(x) _Pragma(#x)
 #define UNROLL_BY(n) PRAGMA(unroll n)
-
-__device__ __forceinline__ unsigned smem_address(const void* p)
-{
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// Copy `bytes` (4 or 16) from global to shared memory; of them only `valid` bytes are read, the
-// rest are zero-filled (that is how the edges of A and B are padded with zeros).
-template <int bytes>
-__device__ __forceinline__ void copy_async(float* dst, const float* src, int valid)
-{
-    if (bytes == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                     :: "r"(smem_address(dst)), "l"(src), "r"(valid) : "memory");
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
-                     :: "r"(smem_address(dst)), "l"(src), "r"(valid) : "memory");
-}
-
-__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-
-// Wait until at most N of this thread's committed groups are still in flight.
-template <int N>
-__device__ __forceinline__ void wait_pending() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
 
 // Issue the copies of the K tile starting at k0: A transposed into as[BK][AM], B into bs[BK][BN].
 template <bool VEC>

@@ -16,6 +16,8 @@
 //     reading and writing C) eat the gain, which is what the launcher's plan weighs
 //     (spec.split_tiles; docs/final-kernel-search.md).
 
+#include "ptx.cuh"   // cp.async, acquire and release, the block's coordinates: PTX (and its CPU twin)
+
 #ifndef BM
 #define BM 128
 #endif
@@ -72,30 +74,6 @@
 static_assert(THREADS % BK == 0 && THREADS % (BN / 4) == 0, "a thread's copies sit a whole number of rows apart");
 #define PRAGMA(x) _Pragma(#x)
 #define UNROLL_BY(n) PRAGMA(unroll n)
-
-__device__ __forceinline__ unsigned smem_address(const void* p)
-{
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// Copy `bytes` (4 or 16) from global to shared memory; of them only `valid` bytes are read, the
-// rest are zero-filled (that is how the edges of A and B are padded with zeros).
-template <int bytes>
-__device__ __forceinline__ void copy_async(float* dst, const float* src, int valid)
-{
-    if (bytes == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                     :: "r"(smem_address(dst)), "l"(src), "r"(valid) : "memory");
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
-                     :: "r"(smem_address(dst)), "l"(src), "r"(valid) : "memory");
-}
-
-__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-
-// Wait until at most N of this thread's committed groups are still in flight.
-template <int N>
-__device__ __forceinline__ void wait_pending() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
 
 // Issue the copies of the K tile starting at k0: A transposed into as[BK][AM], B into bs[BK][BN].
 template <bool VEC>
@@ -233,15 +211,13 @@ __device__ unsigned split_flags[SPLIT_FLAGS];
 // This block's work: a whole tile, or piece `piece` of split tile `flag` (tile `bid`). The grid
 // is the (tiles - R) whole tiles, then piece 0 of the R split tiles, piece 1, ... so that the
 // pieces of a tile come in grid order, R blocks apart. It is worked out twice, before the main loop
-// and after it: read through volatile asm, none of it is kept in registers during the loop
+// and after it: read through ptx.cuh's volatile reads, none of it is kept in registers during the loop
 // (kept, it cost the FFMAs registers: at MINB=2, 563 of 1,024 had two reads in one bank, not 115).
 struct Work { int bid, piece, flag; bool split; };
 
 __device__ __forceinline__ Work work_of(int M, int N)
 {
-    unsigned block, blocks;
-    asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(block));
-    asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(blocks));
+    const unsigned block = ctaid_x(), blocks = nctaid_x();
     const int tiles = ((N + BN - 1) / BN) * ((M + BM - 1) / BM);
     const int split_tiles = ((int)blocks - tiles) / (SPLIT - 1);      // the launcher's R
     const int whole = tiles - split_tiles;
@@ -315,7 +291,7 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
         if (threadIdx.x == 0) {
             unsigned seen;
             do {
-                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(split_flags + done.flag) : "memory");
+                seen = load_acquire(split_flags + done.flag);
             } while (seen != done.piece);
         }
         __syncthreads();
@@ -358,7 +334,7 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
         __syncthreads();
         if (threadIdx.x == 0) {
             const unsigned next = done.piece + 1 == SPLIT ? 0u : done.piece + 1u;
-            asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(split_flags + done.flag), "r"(next) : "memory");
+            store_release(split_flags + done.flag, next);
         }
     }
 #endif

@@ -26,6 +26,8 @@
 //     run after run. The workspace and the arrival counts belong to the module: two launches of one
 //     compiled kernel must not run at once.
 
+#include "ptx.cuh"   // cp.async and the block's coordinates: PTX (and its CPU twin)
+
 #ifndef BM
 #define BM 64
 #endif
@@ -80,30 +82,6 @@
 static_assert(THREADS % BK == 0 && THREADS % (BN / 4) == 0, "a thread's copies sit a whole number of rows apart");
 #define PRAGMA(x) _Pragma(#x)
 #define UNROLL_BY(n) PRAGMA(unroll n)
-
-__device__ __forceinline__ unsigned smem_address(const void* p)
-{
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// Copy `bytes` (4 or 16) from global to shared memory; of them only `valid` bytes are read, the
-// rest are zero-filled (how the first tile's padding along K becomes zeros).
-template <int bytes>
-__device__ __forceinline__ void copy_async(float* dst, const float* src, int valid)
-{
-    if (bytes == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                     :: "r"(smem_address(dst)), "l"(src), "r"(valid) : "memory");
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
-                     :: "r"(smem_address(dst)), "l"(src), "r"(valid) : "memory");
-}
-
-__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-
-// Wait until at most N of this thread's committed groups are still in flight.
-template <int N>
-__device__ __forceinline__ void wait_pending() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
 
 // One 4-float chunk of a B row: a 16-byte copy where B's rows allow (VEC), else four 4-byte ones.
 template <bool VEC>
@@ -239,13 +217,8 @@ __device__ unsigned arrivals[ARRIVALS];
 // which piece came last).
 __device__ __forceinline__ bool gather_pieces(float (&acc)[TROWS][TCOLS], unsigned* flag)
 {
-    unsigned bx, by, bz, nx, ny, nz;           // read anew (volatile): nothing kept through the main loop
-    asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(bx));
-    asm volatile("mov.u32 %0, %%ctaid.y;" : "=r"(by));
-    asm volatile("mov.u32 %0, %%ctaid.z;" : "=r"(bz));
-    asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(nx));
-    asm volatile("mov.u32 %0, %%nctaid.y;" : "=r"(ny));
-    asm volatile("mov.u32 %0, %%nctaid.z;" : "=r"(nz));
+    const unsigned bx = ctaid_x(), by = ctaid_y(), bz = ctaid_z();   // read anew (volatile): nothing
+    const unsigned nx = nctaid_x(), ny = nctaid_y(), nz = nctaid_z();  // kept through the main loop
     const int tile = (int)(by * nx + bx), tiles = (int)(nx * ny), pieces = (int)nz;
     const int tid = threadIdx.x, piece = (int)bz;
     constexpr int QUADS = TROWS * TCOLS / 4;
@@ -302,16 +275,12 @@ __device__ __forceinline__ bool gather_pieces(float (&acc)[TROWS][TCOLS], unsign
 // Which tile a block computes: grouped block order, GROUP tile rows at a time, walked column by
 // column. The tile's own rows and columns start at first_row and first_col; an edge tile is moved
 // back inside C (row0, col0) and stores only its own. Worked out before the main loop and again
-// after it: read through volatile asm, none of it is kept in registers during the loop.
+// after it: read through ptx.cuh's volatile reads, none of it is kept in registers during the loop.
 struct Origin { int first_row, first_col, row0, col0; };
 
 __device__ __forceinline__ Origin origin_of(int M, int N)
 {
-    unsigned bx, by, tiles_n, tiles_m;
-    asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(bx));
-    asm volatile("mov.u32 %0, %%ctaid.y;" : "=r"(by));
-    asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(tiles_n));
-    asm volatile("mov.u32 %0, %%nctaid.y;" : "=r"(tiles_m));
+    const unsigned bx = ctaid_x(), by = ctaid_y(), tiles_n = nctaid_x(), tiles_m = nctaid_y();
     const int bid = (int)(by * tiles_n + bx);
     const int first_m = bid / (GROUP * (int)tiles_n) * GROUP;
     const int group_rows = min((int)tiles_m - first_m, GROUP);

@@ -9,6 +9,7 @@ check validates (bench.Check's two tests), and a wrong element is named by row a
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -32,7 +33,8 @@ RUN_TIMEOUT_S = 60
 # so that small shapes take the split path as they would there.
 SLOTS = 132
 FLAGS = ["-std=c++17", "-O1", "-g", "-fno-omit-frame-pointer", "-Wno-unknown-pragmas", "-Wno-unused-result",
-         "-fsanitize=address,alignment", "-fno-sanitize-recover=all", "-DGEMMLAB_CPU"]
+         "-DGEMMLAB_CPU"]
+SANITIZERS = ["-fsanitize=address,alignment", "-fno-sanitize-recover=all"]
 
 
 class NoCompiler(RuntimeError):
@@ -53,6 +55,17 @@ class Fault:
 
     def __str__(self) -> str:
         return f"{self.what} ({self.where})" if self.where else self.what
+
+
+@functools.lru_cache(maxsize=None)
+def sanitizers(cxx: tuple[str, ...]) -> tuple[str, ...]:
+    """SANITIZERS where this compiler builds and links with them (g++ and clang++ do; zig's clang has no
+    AddressSanitizer runtime), else none: accesses outside the arrays then go unchecked, and the verdict says so."""
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = Path(tmp) / "probe.cpp"
+        probe.write_text("int main() { return 0; }\n")
+        done = subprocess.run([*cxx, *SANITIZERS, str(probe), "-o", str(Path(tmp) / "probe")], capture_output=True)
+    return tuple(SANITIZERS) if done.returncode == 0 else ()
 
 
 def compiler() -> list[str]:
@@ -91,7 +104,8 @@ def build(spec: KernelSpec, params: Params, source: Path | None = None) -> Path:
     cxx = compiler()
     defines = [f"-D{k}={v}" for k, v in params.items()]
     include = ["-I", str(HERE), "-I", str(spec.path.parent)]
-    key = hashlib.sha256("\x1f".join([text, str(path), *defines, *cxx, *FLAGS,
+    flags = [*FLAGS, *sanitizers(tuple(cxx))]
+    key = hashlib.sha256("\x1f".join([text, str(path), *defines, *cxx, *flags,
                                       *(p.read_text() for p in RUNTIME), *_headers(spec)]).encode()).hexdigest()[:24]
     folder = _cache_dir() / key
     program = folder / "runner"
@@ -102,7 +116,7 @@ def build(spec: KernelSpec, params: Params, source: Path | None = None) -> Path:
         unit = Path(tmp) / (path.stem + ".cpp")
         unit.write_text(_cpu_source(text, path))
         out = Path(tmp) / "runner"
-        done = subprocess.run([*cxx, *FLAGS, *include, *defines, "-x", "c++", str(unit), str(RUNTIME[1]),
+        done = subprocess.run([*cxx, *flags, *include, *defines, "-x", "c++", str(unit), str(RUNTIME[1]),
                                "-o", str(out), "-lm"], capture_output=True, text=True)
         if done.returncode:
             errors = [ln for ln in done.stderr.splitlines() if "error" in ln] or done.stderr.strip().splitlines()

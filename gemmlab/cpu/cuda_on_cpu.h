@@ -74,7 +74,6 @@ inline unsigned atomic_inc(unsigned* p, unsigned limit) { unsigned old = *p; *p 
 #define __global__
 #define __device__
 #define __host__
-#define __noinline__ __attribute__((noinline))
 #define __forceinline__ inline
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
