@@ -425,9 +425,10 @@ _ORDER = {"forward": "first to last", "reverse": "last to first"}
 def _on_cpu(spec: KernelSpec, params: dict, path: Path, verdict: Verdict) -> None:
     from tqdm.auto import tqdm
     shapes = cpu_shapes(spec, params)
-    # a few seconds of compiling and running: a bar that goes when the verdict comes
-    with tqdm(total=len(shapes) + 2, desc="checking on the CPU", leave=False) as bar:
+    # a few seconds of compiling and running: a bar, full when the verdict comes
+    with tqdm(total=len(shapes) + 2, desc="checking on the CPU") as bar:
         _on_cpu_steps(spec, params, path, verdict, shapes, bar)
+        bar.update(bar.total - bar.n)
 
 
 def _on_cpu_steps(spec: KernelSpec, params: dict, path: Path, verdict: Verdict, shapes, bar) -> None:
@@ -486,7 +487,9 @@ def _other_configuration(spec: KernelSpec, params: dict, path: Path, verdict: Ve
     """The same file at the legal configuration that differs most from the exercise's (larger tunables first),
     at the first shape it takes: a number written for the exercise's tunables (33 for TILE + 1) is wrong there."""
     from . import cpu
-    fixed = spec.exercise.params                   # what the exercise's change needs stays as it is
+    # what the exercise's change needs stays as it is: its own settings, and every switch (a tunable of 0 or
+    # 1 turns a technique on or off, and off the exercise's code may not run at all)
+    fixed = {**{p.name: params[p.name] for p in spec.params if set(p.offered) <= {0, 1}}, **spec.exercise.params}
     others = [{**c, **fixed} for c in spec.extreme_configs()]
     others = sorted((spec.resolve(c) for c in others if spec.is_legal(c) and spec.resolve(c) != params),
                     key=lambda c: (-sum(c[k] != v for k, v in params.items()), -sum(c.values())))   # larger tiles first
