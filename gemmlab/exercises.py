@@ -397,7 +397,7 @@ def cpu_shapes(spec: KernelSpec, params: dict) -> list[Problem]:
     CPU, large enough for several blocks and ragged edges."""
     rows, cols = spec.tile(params)
     k_tile = spec.k_tile(params) if spec.k_tile else 8
-    return [Problem(131, 137, 47), Problem(1, 1, 1), Problem(64, 80, 1),
+    return [Problem(131, 137, 263), Problem(1, 1, 1), Problem(64, 80, 1),
             Problem(200, 136, 72, lda=76, ldb=140, ldc=140, alpha=1.5, beta=0.5),
             Problem(2 * rows, 2 * cols, 2 * k_tile)]
 

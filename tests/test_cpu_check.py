@@ -105,7 +105,7 @@ def test_without_a_gpu_the_solution_passes_on_the_cpu_and_speed_is_not_measured(
 def test_an_off_by_one_names_the_first_wrong_element(tmp_path):
     verdict = exercises.check("02", _planted("02", "ak = k0 + c;", "ak = k0 + c + 1;", tmp_path), gpu=False)
     failed = [text for ok, text in verdict.lines if not ok]
-    assert len(failed) == 1 and failed[0].startswith("wrong results on the CPU at 131 x 137 x 47")
+    assert len(failed) == 1 and failed[0].startswith("wrong results on the CPU at 131 x 137 x 263")
     assert "C[0, 0] is " in failed[0] and ", expected " in failed[0]
     assert verdict.summary == "FAIL" and verdict.exit_status == 1
 
