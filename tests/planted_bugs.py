@@ -47,7 +47,8 @@ BUGS = [
     ("09", "        commit();\n", "", "a group never committed", ""),
     ("10", "fmaf(a[i], b[j], acc[i][j])", "fmaf(a[i], b[jj], acc[i][j])", "indices mixed up", ""),
     ("10", "TCOLS - 1 - jj", "TCOLS - jj", "index off by one", ""),
-    ("10", "i % 2 ? TCOLS - 1 - jj : jj", "i % 2 ? jj : TCOLS - 1 - jj", "the snake's rows the wrong way round", ""),
+    ("10", "fmaf(a[i], b[j], acc[i][j])", "fmaf(a[i], b[j], acc[i][jj])", "the accumulator read and written at two "
+     "places", ""),
     ("11", "while (seen != done.piece)", "while (seen != done.piece + 1)", "a wait for a flag never set", ""),
     ("11", "        beta = 1.0f;\n", "", "pieces overwrite instead of adding", ""),
     ("11", "if (done.piece > 0)", "if (done.piece > 1)", "wrong edge predicate", ""),
