@@ -247,7 +247,8 @@ def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch:
     # The headers it includes from the kernels folder (ptx.cuh), for a learner's copy elsewhere too.
     # NVRTC is given their text, which it takes before any file of that name: so the cubin is made
     # of exactly what the key below holds, whatever folder a search would have looked in first.
-    headers = {name: path.read_bytes() for name, path in identity.headers(text.decode(errors="replace"), spec.path.parent).items()}
+    included = identity.headers(text.decode(errors="replace"), spec.path.parent)
+    headers = {name: path.read_bytes() for name, path in included.items()}
     options = _options(full, arch)
     compiler = toolchain.nvrtc_build()
     # The key: what decides the cubin, so two checkouts of the same sources share cache entries.

@@ -29,9 +29,10 @@ def test_strings_and_directives_keep_their_meaning():
 
 @pytest.fixture
 def kernel_copy(tmp_path, monkeypatch):
-    """Every kernel file copied aside, and the registry pointed at the copies."""
-    for spec in registry.KERNELS.values():
-        shutil.copy(spec.path, tmp_path / spec.path.name)
+    """Every kernel file and the header some include (ptx.cuh) copied aside, and the registry pointed at
+    the copies."""
+    for path in [spec.path for spec in registry.KERNELS.values()] + sorted(spec_module.KERNEL_DIR.glob("*.cuh")):
+        shutil.copy(path, tmp_path / path.name)
     monkeypatch.setattr(spec_module, "KERNEL_DIR", tmp_path)
     return tmp_path
 

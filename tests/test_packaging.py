@@ -26,6 +26,7 @@ def test_the_wheel_carries_the_kernels_and_the_records(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     kernels = {p.name for p in (ROOT / "kernels").glob("*.cu")}
     assert kernels and {f"gemmlab/kernels/{k}" for k in kernels} <= names
+    assert "gemmlab/kernels/ptx.cuh" in names, "the header of the kernels' PTX"
     assert "gemmlab/kernels/probes/memory.cu" in names
     records = {p.name for p in (ROOT / "gemmlab" / "data").glob("*.json")}
     assert records and {f"gemmlab/data/{r}" for r in records} <= names
@@ -61,5 +62,6 @@ def test_installed_outside_the_checkout_it_compiles_and_reports(wheel, tmp_path)
     assert module.startswith(str(site)) and kernels.startswith(str(site)), "the installed copy, not the checkout"
     assert device, "the shipped record loads"
     assert "registers/thread" in run("-m", "gemmlab", "compile", "03", "--arch", "sm_75")
+    assert "registers/thread" in run("-m", "gemmlab", "compile", "09", "--arch", "sm_90"), "it finds ptx.cuh"
     assert "NVRTC" in run("-m", "gemmlab", "info")
     assert "predicted" in run("-m", "gemmlab", "plan", "1000", "1000", "1000"), "the plan reads the installed model"

@@ -19,8 +19,8 @@ SPEC = KernelSpec(
              "it has added its part into $C$, then adds its own to what it finds there.",
         starter="""    // TODO: a piece after the first (done.piece > 0) may touch C only once piece done.piece - 1 has
     // added its part: that piece then sets split_flags[done.flag] to done.piece. Thread 0 spins,
-    // reading the flag with an acquire load until it reads done.piece; in inline PTX:
-    //     asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(split_flags + done.flag) : "memory");
+    // reading the flag with an acquire load until it reads done.piece: load_acquire(p), from
+    // ptx.cuh, is PTX's ld.acquire.gpu.global.u32, which no later read of the thread can pass.
     // Then the block's other threads wait for thread 0, and the piece ADDS to C (what alpha * acc +
     // beta * C below does with beta = 1) instead of overwriting it.
     TODO;
@@ -30,8 +30,8 @@ SPEC = KernelSpec(
                "The acquire is what keeps the reads of C after the flag: a plain load could be hoisted out of the "
                "loop, or C read before the earlier piece's writes are visible. The barrier passes that order on "
                "to the block's other threads. The epilogue below writes alpha * acc + beta * C.",
-               "if (done.piece > 0) { if (threadIdx.x == 0) { unsigned seen; do { asm volatile(...) as above; } "
-               "while (seen != done.piece); } __syncthreads(); beta = 1.0f; }"),
+               "if (done.piece > 0) { if (threadIdx.x == 0) { unsigned seen; do { seen = load_acquire(split_flags "
+               "+ done.flag); } while (seen != done.piece); } __syncthreads(); beta = 1.0f; }"),
         # The wait runs once per block, after the main loop: nothing of it is in the hot loop that
         # the static evidence reads. Its correctness shows on a GPU (the checker's shapes split
         # their last wave at SPLIT=4 where the launcher's plan does).
