@@ -5,6 +5,21 @@ Each entry: (chapter, text in the exercise region, what replaces it, the kind of
 check on the CPU cannot see it, why). A bug the CPU cannot see is one that only the GPU's memory
 model or timing exposes (a fence, a barrier whose only job is ordering against another block)."""
 
+from pathlib import Path
+
+
+def planted(chapter: str, old: str, new: str, folder: Path) -> Path:
+    """The chapter's kernel with `old` replaced by `new` inside its exercise region, as a learner's file."""
+    from gemmlab import exercises, registry
+    spec = registry.get(chapter)
+    region = exercises.solution_region(spec)
+    if old not in region:
+        raise ValueError(f"{old!r} is not in {spec.name}'s exercise region")
+    path = Path(folder) / spec.path.name
+    path.write_text(spec.path.read_text().replace(region, region.replace(old, new, 1)))
+    return path
+
+
 # (chapter, old, new, kind, why the CPU check passes it or "")
 BUGS = [
     ("01", "k < K;", "k < K - 1;", "index off by one", ""),
