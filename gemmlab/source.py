@@ -117,6 +117,9 @@ class Live:
     def __init__(self, facts: device.DeviceFacts):
         self.facts = facts
         self._campaigns: dict[str, object] = {}
+        # One configuration at one size is measured once a session, so every table that shows it
+        # shows the same figure (a re-measurement differs by its noise).
+        self._measured: dict[tuple, dict] = {}
 
     @property
     def label(self) -> str:
@@ -150,10 +153,13 @@ class Live:
         return self.facts.as_dict()
 
     def result(self, spec: KernelSpec, params: Params, size) -> dict:
-        return bench.bench(spec, params, shape(size)).as_row()
+        key = (spec.name, tuple(sorted(spec.resolve(params).items())), shape(size))
+        if key not in self._measured:
+            self._measured[key] = bench.bench(spec, params, shape(size)).as_row()
+        return self._measured[key]
 
     def sweep(self, spec: KernelSpec, size) -> list[dict]:
-        return [bench.bench(spec, cfg, shape(size)).as_row()
+        return [self.result(spec, cfg, size)
                 for cfg in tqdm(spec.explorer_configs(), desc=f"{spec.name} at {shape(size)[0]}")]
 
     def best(self, spec: KernelSpec, size) -> dict:
@@ -164,6 +170,8 @@ class Live:
     def search(self, spec: KernelSpec, size) -> tuple[list[dict], list[tuple[dict, str]], str]:
         """Tunes now over the configurations the sliders offer; the best is remembered."""
         found = tune.tune(spec.name, shape(size), only={p.name: set(p.offered) for p in spec.params})
+        for row in found.rows:     # what the search measured is what later tables show
+            self._measured.setdefault((spec.name, tuple(sorted(row["params"].items())), shape(size)), row)
         return found.rows, found.refused, "; the best is remembered for this GPU"
 
     def campaign(self, name: str, what: str, measure: Callable[[], object]):

@@ -1,0 +1,135 @@
+"""Claims as data: every sentence of the notebooks and the README that compares or judges is tied to a
+condition on the record (gemmlab.claims), the condition holds, and changing the sentence fails the check."""
+import re
+from pathlib import Path
+
+import pytest
+
+from gemmlab import claims, figures, records
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+PROSE = NOTEBOOKS + [ROOT / "README.md"]
+OPPOSITES = {"faster": "slower", "slower": "faster", "ahead": "behind", "behind": "ahead", "more": "fewer",
+             "fewer": "more", "higher": "lower", "lower": "higher", "better": "worse", "worse": "better",
+             "below": "above", "above": "below", "under": "over", "over": "under", "least": "most", "most": "least"}
+
+
+@pytest.fixture(scope="module")
+def record():
+    return records.latest()
+
+
+@pytest.mark.parametrize("path", PROSE, ids=lambda p: p.name)
+def test_every_claim_holds(path, record):
+    assert [p for text in claims.markdown(path) for p in claims.check(text, record)] == []
+
+
+@pytest.mark.parametrize("path", PROSE, ids=lambda p: p.name)
+def test_no_sentence_claims_unchecked(path):
+    assert [s for text in claims.markdown(path) for s in claims.unchecked(text)] == []
+
+
+def _changed(sentence: str) -> str:
+    """The sentence with one comparison turned round, or else one digit changed."""
+    for word, other in OPPOSITES.items():
+        if re.search(rf"\b{word}\b", sentence):
+            return re.sub(rf"\b{word}\b", other, sentence, count=1)
+    if re.search(r"\d", sentence):
+        return re.sub(r"\d", lambda m: str((int(m.group(0)) + 1) % 10), sentence, count=1)
+    return sentence.replace(" ", " not ", 1)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_changing_a_claim_or_a_figure_fails(path, record):
+    """In every chapter: a checked comparison turned round (or its digit changed) fails the claims test, and
+    so does a checked figure written one unit off."""
+    texts = claims.markdown(path)
+    measured = [(text, m) for text in texts for m in claims.CLAIM.finditer(text)
+                if not m.group(2).startswith(claims.NOT_MEASURED)]
+    assert measured, f"{path.name} checks no claim"
+    text, m = measured[0]
+    a, b = next((a, b) for a, b in claims.sentences(text) if a <= m.start() < b)
+    words = claims.ANY_MARKER.sub("", text[a:b])
+    changed = text[:a] + text[a:b].replace(words.strip()[:30], _changed(words.strip())[:30], 1) + text[b:]
+    assert changed != text
+    assert claims.check(text, record) == [] and claims.check(changed, record) != []
+    figured = [(t, f) for t in texts for f in figures.MARKER.finditer(t)]
+    if figured:
+        t, f = figured[0]
+        number = figures._WRITTEN.search(t[:f.start()][-40:])
+        digits = number.group(1).replace(",", "")
+        wrong = f"{float(digits) + 10 ** -len(digits.partition('.')[2]) * 3:.{len(digits.partition('.')[2])}f}"
+        start = f.start() - len(t[:f.start()][-40:]) + number.start(1)
+        assert figures.check(t, record) == []
+        assert figures.check(t[:start] + wrong + t[start + len(number.group(1)):], record) != []
+
+
+# --- the mechanism itself ------------------------------------------------------------------------
+
+def _claim(sentence: str, condition: str) -> str:
+    return f"{sentence}<!-- claim {claims.stamp(sentence, condition)}: {condition} -->"
+
+
+def test_a_true_claim_passes_and_a_false_one_fails(record):
+    fast, slow = figures.value("best 08 4096 gflops", record), figures.value("best 01 4096 gflops", record)
+    assert fast > slow
+    text = _claim("Chapter 08 is faster than chapter 01.", "best 08 4096 gflops > best 01 4096 gflops")
+    assert claims.check(text, record) == []
+    wrong = _claim("Chapter 08 is slower than chapter 01.", "best 08 4096 gflops < best 01 4096 gflops")
+    assert claims.check(wrong, record)[0].startswith("false")
+
+
+def test_a_changed_sentence_fails_until_restamped(record):
+    text = "Before. " + _claim("Chapter 08 is faster than chapter 01.", "best 08 4096 gflops > best 01 4096 gflops") + " After."
+    edited = text.replace("faster", "much faster")
+    assert "changed since the claim was stamped" in claims.check(edited, record)[0]
+    assert claims.check(claims.restamp(edited), record) == []
+    # the condition changed and the sentence not: also stale
+    assert claims.check(text.replace("> best 01", ">= best 01"), record) != []
+
+
+def test_conditions_compute(record):
+    peak = figures.value("device peak_fp32_tflops", record)
+    assert claims.holds(f"device peak_fp32_tflops * 1000 == {peak * 1000}", record)
+    assert claims.holds("2 + 3 * 4 == 14 and 10 / 4 - 1 == 1.5", record)
+    assert claims.holds("rows final ratio count >= 1 and rows final ratio min <= rows final ratio max", record)
+    assert claims.holds("rows results gflops count kernel=01 BLOCK_M=32 > 0", record)
+    assert claims.holds(f"rows results gflops count kernel=01 gflops>1e12 == 0", record)
+    assert not claims.holds("1 > 2 and 2 > 1", record)
+    assert claims.holds("not measured: the tile's width, from the listing", record)
+
+
+@pytest.mark.parametrize("condition", [
+    "best 08 4096 gflops",                  # no operator
+    "fastest 4096 ratio > 1",               # unknown verb
+    "rows no_section ratio min > 0",        # unknown section
+    "rows final ratio median > 0",          # unknown aggregate
+    "rows final ratio min kernel=01 > 0",   # no row matches
+    "'a' < 1",                              # a string against a number
+    "not measured:",                        # no reason
+])
+def test_a_condition_that_cannot_be_evaluated_is_an_error(condition, record):
+    with pytest.raises(claims.ClaimError):
+        claims.holds(condition, record)
+    text = f"A sentence.<!-- claim {claims.stamp('A sentence.', condition)}: {condition} -->"
+    assert claims.check(text, record) != []
+
+
+def test_sentences_end_where_a_reader_ends_them():
+    text = ("One is 1.5x.<!-- figure: device sm_count --> Two, with 21.04<!-- figure: x --> TFLOP/s, goes on. "
+            "Three?\n\n- Four\n- Five\n## Six")
+    pieces = [claims._plain(text[a:b]) for a, b in claims.sentences(text)]
+    assert pieces == ["One is 1.5x.", "Two, with 21.04 TFLOP/s, goes on.", "Three?", "- Four", "- Five", "## Six"]
+
+
+def test_unchecked_finds_comparisons_and_figures_without_a_marker():
+    marked = _claim("It is faster.", "1 < 2")
+    assert claims.unchecked(marked) == []
+    assert claims.unchecked("It is faster than the other.") == ["It is faster than the other."]
+    assert claims.unchecked("It runs at 21.04 TFLOP/s.") == ["It runs at 21.04 TFLOP/s."]
+    assert claims.unchecked("It runs at 21.04<!-- figure: best 08 4096 gflops T --> TFLOP/s.") == []
+    # a marked number does not vouch for a comparison beside it
+    assert claims.unchecked("It runs at 21.04<!-- figure: best 08 4096 gflops T --> TFLOP/s, ahead of 03.") != []
+    assert claims.unchecked("Each thread loads `x < 2.5` in $1.5 x$.") == []   # code and maths are not prose
+    assert claims.unchecked("## The fastest kernel") == []                   # headings name, they don't claim
