@@ -253,12 +253,13 @@ def cmd_tune(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from . import exercises
+    from . import exercises, plan_exercise
+    python = plan_exercise.is_it(args.kernel)           # chapter 14's exercise is Python
     try:
         if args.start or args.fresh:
-            spec = exercises.spec_of(args.kernel)
+            spec = plan_exercise.SPEC if python else exercises.spec_of(args.kernel)
             kept = exercises.attempts(spec)
-            path = exercises.start(args.kernel, fresh=args.fresh)
+            path = exercises.start_spec(spec, fresh=args.fresh)
             print(f"your copy of the starter: {path}")
             if args.fresh and exercises.attempts(spec) != kept:
                 print(f"your earlier copy is kept beside it: {exercises.attempts(spec)[-1]}")
@@ -269,7 +270,8 @@ def cmd_check(args) -> int:
             print(json.dumps(exercises.gpu_part(args.kernel, args.file)), flush=True)
             os._exit(0)                  # a faulted CUDA context can make the interpreter's exit fail noisily
         which = "starter" if args.starter else "solution" if args.solution else "learner"
-        verdict = exercises.check(args.kernel, args.file, which)
+        verdict = (plan_exercise.check(args.file, which) if python else
+                   exercises.check(args.kernel, args.file, which))
     except (exercises.NoExercise, registry.UnknownKernel) as exc:
         print(exc, file=sys.stderr)
         return 2

@@ -14,17 +14,42 @@ gemmlab.figures) or one of:
                                             max, mean, geomean or count; a FILTER is KEY=VALUE,
                                             KEY<VALUE or KEY>VALUE on the row's fields or its tunables
                                             (kernel=08 matches by prefix): rows matmul_heatmap ratio
-                                            count ratio<0.9
+                                            count ratio<0.9. FIELD may be a ratio of two fields
+                                            (ms/predicted_us); AGG may also be median
     sass KERNEL FIELD [NAME=VALUE...]       the compiled code (NVRTC, the default architecture, the
                                             defaults with these overrides): an opcode's count as
                                             `sass.mix` gives it (LDS.128, FFMA, ...), `instructions`,
                                             or a resource: registers, spill_stores, static_smem
+    loop KERNEL FIELD [NAME=VALUE...]       the same build's innermost loop that holds the FFMAs
+                                            (sass.hot_lines): `instructions`, an opcode's count as
+                                            `sass.mix` names it or by its first word (LOP3, IADD3),
+                                            or its FFMAs' operands: from_cache, same_bank
+    occupancy KERNEL FIELD [NAME=VALUE...]  the same build's residency: blocks_per_sm, warps_per_sm
     intensity KERNEL SHAPE [NAME=VALUE...]  FLOP per byte the kernel requests from global memory
                                             (roofline.traffic)
     plan SHAPE FIELD                        gemmlab.matmul's plan from the record's model: kernel
-                                            (a string), predicted_us, predicted_gflops, launches,
-                                            k_split, pieces
+                                            and config (strings), predicted_us, predicted_gflops,
+                                            launches, k_split, pieces, split_tiles, stage_ldb,
+                                            peeled, parts, streams (1 or 0), others_slower
+    setting MODULE.NAME                     a constant of gemmlab's code: setting dispatch.PEEL_MAX
     fitted FIELD                            the fitted model's number (launch_us, candidates, ...)
+    loop KERNEL FIELD [NAME=VALUE...]       the hot loop's SASS (sass.hot_region): instructions, an
+                                            opcode's count by prefix (FFMA, LDS, LDGSTS), same_bank
+                                            (share of its FFMAs with two reads in one register bank),
+                                            from_cache (FFMA operands from the reuse cache, per FFMA),
+                                            after_barrier (instructions from the barrier to the first
+                                            FFMA), copies_before_loads (cp.async copies between the
+                                            barrier and the first 128-bit shared load)
+    conflicts KERNEL A|B [NAME=VALUE...]    the model of a warp's shared loads of A or B: passes over
+                                            conflict-free passes (1: none; 2: a 2-way conflict)
+    record PATH                             any number of the record by its keys and list indices
+                                            joined by dots: record chapter00.samples.hot.median_ms
+    launch M N K FIELD [KERNEL] [NAME=VALUE...]  gemmlab.plan's launch of a shape on the record's GPU (the
+                                            final kernel at its defaults unless given): tiles, slots, blocks,
+                                            waves, last_wave (tiles in a partial last wave), slot_use,
+                                            split_tiles, pieces, k_steps, fast_tiles, covered, intensity,
+                                            ridge, k_rest (K % the K tile), ldb_rest (B's row % 4
+                                            floats), findings (how many), or a tunable's value
 
 The six hex digits after `claim` are the sentence's stamp: a hash of the sentence (its words, without
 markers) and the condition. When the sentence changes and its condition does not, the stamp no longer
@@ -125,17 +150,23 @@ def _rows(args: list[str], rec: records.Record) -> float:
         rows = [r for r in rows if _passes(r, key, op, want)]
     if agg == "count":
         return float(len(rows))
-    values = [figures._field(r, field, f"a row of {section}") for r in rows]
+    if "/" in field:                        # a ratio of two of the row's fields: ms/predicted_us
+        top, bottom = field.split("/", 1)
+        values = [figures.field_of(r, top, f"a row of {section}") / figures.field_of(r, bottom, f"a row of {section}")
+                  for r in rows]
+    else:
+        values = [figures.field_of(r, field, f"a row of {section}") for r in rows]
     if not values:
         raise ClaimError(f"no row of {section} matches {' '.join(args[3:])}")
-    aggs = {"min": min, "max": max, "mean": statistics.fmean, "geomean": statistics.geometric_mean}
+    aggs = {"min": min, "max": max, "mean": statistics.fmean, "median": statistics.median,
+            "geomean": statistics.geometric_mean}
     if agg not in aggs:
         raise ClaimError(f"'{agg}' is not an aggregate; known: {', '.join(aggs)}, count")
     return float(aggs[agg](values))
 
 
 def _params(spec, words: list[str]) -> dict:
-    return {**spec.defaults, **figures._overrides(words)}
+    return {**spec.defaults, **figures.overrides(words)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -164,7 +195,7 @@ def _intensity(args: list[str]) -> float:
     if len(args) < 2:
         raise ClaimError("'intensity' takes KERNEL SHAPE [NAME=VALUE...]")
     spec = registry.get(args[0])
-    M, N, K = figures._shape(args[1])
+    M, N, K = figures.shape_of(args[1])
     return roofline.traffic(spec, _params(spec, args[2:]), Problem(M, N, K)).intensity
 
 
@@ -172,11 +203,14 @@ def _plan(args: list[str]):
     from . import dispatch
     if len(args) != 2:
         raise ClaimError("'plan' takes SHAPE FIELD")
-    p = dispatch.plan(*figures._shape(args[0]))
+    p = dispatch.plan(*figures.shape_of(args[0]))
     launch = p.choice.launch
-    fields = {"kernel": p.spec.name, "predicted_us": p.predicted_us,
-              "predicted_gflops": p.problem.flops / p.predicted_us / 1e3, "launches": float(p.launches),
-              "k_split": float(getattr(launch, "k_split", 1)), "pieces": float(getattr(launch, "pieces", 1))}
+    fields = {"kernel": p.spec.name, "config": launch.spec.changes_label(launch.params) or "defaults",
+              "predicted_us": p.predicted_us, "predicted_gflops": p.problem.flops / p.predicted_us / 1e3,
+              "launches": float(p.launches), "k_split": float(launch.k_split), "pieces": float(launch.pieces),
+              "split_tiles": float(launch.split_tiles), "stage_ldb": float(p.stage_ldb),
+              "peeled": float(p.core is not None), "parts": float(len(p.parts)), "streams": float(p.spec.streams),
+              "others_slower": float(all(o.predicted_us > p.choice.predicted_us for o in p.others))}
     if args[1] not in fields:
         raise ClaimError(f"a plan has no field '{args[1]}'; it has {', '.join(fields)}")
     return fields[args[1]]
@@ -196,10 +230,157 @@ def _fitted(args: list[str]):
     return float(value)
 
 
-# Each verb's function takes the query's words after the verb and the record.
-VERBS = {"rows": _rows, "sass": lambda args, rec: _sass(args), "intensity": lambda args, rec: _intensity(args),
-         "plan": lambda args, rec: _plan(args), "fitted": lambda args, rec: _fitted(args)}
+def _setting(args: list[str], rec: records.Record):
+    """A constant of gemmlab's code, by module and name: setting dispatch.CEILING_SLACK."""
+    import importlib
+    if len(args) != 1 or "." not in args[0]:
+        raise ClaimError("'setting' takes MODULE.NAME (a module of gemmlab)")
+    module, _, name = args[0].rpartition(".")
+    try:
+        value = getattr(importlib.import_module(f"gemmlab.{module}"), name)
+    except (ImportError, AttributeError):
+        raise ClaimError(f"gemmlab.{module} has no {name}") from None
+    if isinstance(value, (list, tuple, dict, set)):
+        return float(len(value))
+    if isinstance(value, str):
+        return value
+    return float(value)
 
+
+def _launch(args: list[str], rec: records.Record):
+    """One shape's launch as gemmlab.plan models it on the record's GPU (the final kernel at its defaults
+    unless a kernel and overrides are given): launch 6144 6144 6144 waves; launch 512 512 512 tiles 13"""
+    from . import plan
+    from .compile import compile_kernel
+    from .spec import Problem
+    if len(args) < 4 or not all(a.isdigit() for a in args[:3]):
+        raise ClaimError("'launch' takes M N K FIELD [KERNEL] [NAME=VALUE...]")
+    rest = args[4:]
+    spec = registry.get(rest.pop(0)) if rest and "=" not in rest[0] else plan.final_kernel()
+    full = spec.resolve(figures.overrides(rest))
+    problem = Problem(*(int(a) for a in args[:3]))
+    spec.check_shape(full, problem)
+    dev = rec.device
+    per_sm = compile_kernel(spec, full, dev["arch"]).occupancy.blocks_per_sm
+    l = plan.launch_with(spec, full, problem, dev, per_sm, dev["name"])
+    fields = {"tiles": l.tiles, "slots": l.slots, "blocks": l.blocks, "waves": l.tiles * l.k_split / l.slots,
+              "last_wave": l.tiles * l.k_split % l.slots, "slot_use": l.slot_use, "wave_time": l.wave_time,
+              "split_tiles": l.split_tiles, "pieces": l.pieces, "k_steps": l.k_steps, "k_split": l.k_split,
+              "fast_tiles": l.fast_tiles, "covered": l.covered, "intensity": l.intensity, "ridge": l.ridge,
+              "k_rest": l.problem.K % l.spec.k_tile(l.params), "ldb_rest": l.problem.ldb % 4,
+              "findings": len(l.findings())}
+    value = fields.get(args[3], l.params.get(args[3]))
+    if value is None:
+        raise ClaimError(f"a launch has no number '{args[3]}'; it has {', '.join(fields)} and the tunables")
+    return float(value)
+
+
+def _record(args: list[str], rec: records.Record) -> float:
+    """A number of the record by its path: record chapter00.first_launches_ms.0, record latency.dram_cycles."""
+    if len(args) != 1:
+        raise ClaimError("'record' takes PATH (keys and list indices joined by dots)")
+    node, walked = rec.data, []
+    for key in args[0].split("."):
+        if isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        elif isinstance(node, dict) and key in node:
+            node = node[key]
+        else:
+            known = (f"indices 0 to {len(node) - 1}" if isinstance(node, list) else
+                     ", ".join(sorted(map(str, node))) if isinstance(node, dict) else "nothing below a number")
+            raise ClaimError(f"the record has no '{key}' under '{'.'.join(walked) or '(top)'}'; it has {known}")
+        walked.append(key)
+    if isinstance(node, bool) or not isinstance(node, numbers.Real):
+        raise ClaimError(f"the record's '{args[0]}' is not a number")
+    return float(node)
+
+
+def _opcode_key(op: str) -> str:
+    """An opcode as sass.mix counts it (LDS.128, FFMA, STS) where it is of a family it names, else its
+    first word (LOP3.LUT -> LOP3)."""
+    from . import sass
+    parts = op.split(".")
+    if parts[0] not in sass.FAMILIES:
+        return parts[0]
+    width = next((p for p in parts[1:] if p in ("64", "128", "U8", "S8", "U16")), "")
+    return f"{parts[0]}.{width}" if width else parts[0]
+
+
+def _kernel_build(verb: str, args: list[str]):
+    if len(args) < 2:
+        raise ClaimError(f"'{verb}' takes KERNEL FIELD [NAME=VALUE...]")
+    spec = registry.get(args[0])
+    return _build(spec.name, tuple(sorted(_params(spec, args[2:]).items())))
+
+
+def _loop(args: list[str]) -> float:
+    """The hot loop of a build (sass.hot_lines): loop 06 LDG.128 BK=16 TN=4 UNROLL=16"""
+    from . import sass
+    build, field = _kernel_build("loop", args), args[1]
+    lines = sass.hot_lines(build)
+    if field == "instructions":
+        return float(len(lines))
+    if field in ("from_cache", "same_bank"):
+        return float(sass.operand_reads(build)[field])
+    return float(sum(_opcode_key(line.split()[0]) == field for line in lines))
+
+
+def _occupancy(args: list[str]) -> float:
+    """A build's residency on an SM (compile.occupancy): occupancy 04 blocks_per_sm LAYOUT=2"""
+    build, field = _kernel_build("occupancy", args), args[1]
+    fields = {"blocks_per_sm": build.occupancy.blocks_per_sm, "warps_per_sm": build.occupancy.warps_per_sm}
+    if field not in fields:
+        raise ClaimError(f"'occupancy' has no field '{field}'; it has {', '.join(fields)}")
+    return float(fields[field])
+
+
+def _loop(args: list[str]) -> float:
+    """The hot loop's SASS (sass.hot_region, sass.operand_reads): loop 10 instructions; loop 08 FFMA
+    UNROLL=8; loop 10 same_bank (share of its FFMAs with two reads in one register bank); loop 10
+    from_cache (FFMA operands served by the reuse cache, per FFMA)."""
+    from . import sass
+    if len(args) < 2:
+        raise ClaimError("'loop' takes KERNEL FIELD [NAME=VALUE...]")
+    spec = registry.get(args[0])
+    build = _build(spec.name, tuple(sorted(_params(spec, args[2:]).items())))
+    field = args[1]
+    if field == "instructions":
+        return float(len(sass.hot_region(build)))
+    if field in ("same_bank", "from_cache"):
+        reads = sass.operand_reads(build)
+        return reads[field] / max(reads["ffma"], 1)
+    ops = sass.hot_region(build)
+    if field in ("after_barrier", "copies_before_loads"):
+        bar = next((i for i, op in enumerate(ops) if op.startswith("BAR")), None)
+        if bar is None:
+            raise ClaimError(f"the hot loop of {spec.name} has no barrier")
+        if field == "after_barrier":          # instructions between the barrier and the first FFMA
+            return float(ops.index("FFMA", bar) - bar - 1)
+        first = next(i for i in range(bar, len(ops)) if ops[i].startswith("LDS.128"))
+        return float(sum(op.startswith("LDGSTS") for op in ops[bar:first]))
+    return float(sum(op.startswith(field) for op in ops))
+
+
+def _conflicts(args: list[str]) -> float:
+    """The model of a warp's shared loads of one operand over a tile (lessons.models.shared_loads, as
+    show_shared_loads tables it): passes over the passes it would take conflict-free, 1 for none,
+    2 for a 2-way conflict: conflicts 05 B TN=8."""
+    from .lessons.models import shared_loads
+    if len(args) < 2 or args[1] not in ("A", "B"):
+        raise ClaimError("'conflicts' takes KERNEL A|B [NAME=VALUE...]")
+    spec = registry.get(args[0])
+    passes = [ld.wavefronts(ph) for ld in shared_loads(spec, _params(spec, args[2:]), args[1])
+              for ph in ld.phases()]
+    return sum(passes) / len(passes)
+
+
+# Each verb's function takes the query's words after the verb and the record.
+VERBS = {"record": _record, "setting": _setting, "rows": _rows, "sass": lambda args, rec: _sass(args), "intensity": lambda args, rec: _intensity(args),
+         "plan": lambda args, rec: _plan(args), "fitted": lambda args, rec: _fitted(args),
+         "launch": _launch, "loop": lambda args, rec: _loop(args),
+         "conflicts": lambda args, rec: _conflicts(args)}
+
+VERBS.update({"loop": lambda args, rec: _loop(args), "occupancy": lambda args, rec: _occupancy(args)})
 
 def query(text: str, rec: records.Record):
     """One query's value: a number, or a string (a plan's kernel)."""
@@ -208,7 +389,7 @@ def query(text: str, rec: records.Record):
         raise ClaimError("an empty term")
     if words[0] in VERBS:
         return VERBS[words[0]](words[1:], rec)
-    return figures.value(text, rec)
+    return figures.value(text, rec, VERBS)
 
 
 # --- conditions ----------------------------------------------------------------------------------
@@ -340,13 +521,16 @@ def unchecked(text: str) -> list[str]:
     """Sentences that compare, judge or state a figure with no claim marker (a number with a figure
     marker is checked; the sentence's other words are not)."""
     out = []
+    # a block generated from the record (README.md's tables: `python -m gemmlab.figures --readme`) is
+    # checked whole, against what the record generates
+    text = re.sub(r"<!-- begin: (.*?) -->.*?<!-- end: \1 -->", lambda m: " " * len(m.group(0)), text, flags=re.S)
     for a, b in sentences(text):
         piece = text[a:b]
         if CLAIM.search(piece) or piece.lstrip().startswith("#"):
             continue
         # the numbers figure markers check are not claims of their own
         for m in reversed(list(figures.MARKER.finditer(piece))):
-            number = figures._WRITTEN.search(piece[:m.start()][-40:])
+            number = figures.WRITTEN.search(piece[:m.start()][-40:])
             cut = m.start() - (len(piece[:m.start()][-40:]) - number.start(1)) if number else m.start()
             piece = piece[:cut] + piece[m.end():]
         if CLAIM_WORDS.search(_without_code(_plain(piece))):
@@ -416,7 +600,7 @@ if __name__ == "__main__":
             print(f"{path}: {restamp_file(path)} stamps changed")
             continue
         for text in markdown(path):
-            for line in (unchecked(text) if args.unchecked else check(text) + figures.check(text)):
+            for line in (unchecked(text) if args.unchecked else check(text) + figures.check(text, verbs=VERBS)):
                 bad += 1
                 print(f"{path.name}: {line}")
     sys.exit(1 if bad else 0)

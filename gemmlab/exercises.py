@@ -41,8 +41,9 @@ def spec_of(chapter: str | int) -> KernelSpec:
 
 
 def _region(text: str, name: str) -> tuple[int, int]:
-    """Offsets of the text between the begin line and the end line (both lines kept)."""
-    begin, end = text.find(BEGIN), text.find(END)
+    """Offsets of the text between the begin line and the end line (both lines kept; `# exercise:` lines
+    in a Python file)."""
+    begin, end = text.find(BEGIN[3:]), text.find(END[3:])
     if begin < 0 or end < begin:
         raise ValueError(f"{name} has no `{BEGIN}` ... `{END}` lines around its exercise")
     return text.index("\n", begin) + 1, text.rfind("\n", 0, end) + 1
@@ -80,7 +81,7 @@ def usable_workspace() -> Path:
 
 
 def learner_file(spec: KernelSpec) -> Path:
-    return workspace() / spec.path.name
+    return workspace() / getattr(spec, "learner_name", spec.path.name)
 
 
 def _refuse_link(path: Path) -> None:
@@ -100,7 +101,11 @@ def _attempt_path(path: Path) -> Path:
 def start(chapter: str | int, fresh: bool = False) -> Path:
     """The learner's copy of the chapter's starter, made if missing. fresh=True starts over: the copy
     there is kept beside the new one as NAME.attemptN.cu (the first free N), never overwritten."""
-    spec = spec_of(chapter)
+    return start_spec(spec_of(chapter), fresh)
+
+
+def start_spec(spec, fresh: bool = False) -> Path:
+    """`start` for an exercise given by its spec (a KernelSpec, or plan_exercise.SPEC)."""
     usable_workspace()
     path = learner_file(spec)
     _refuse_link(path)
@@ -340,19 +345,10 @@ def check(chapter: str | int, file: str | Path | None = None, which: str = "lear
     chapter's own kernel with which="solution"). gpu=None: on a GPU when there is one; without one,
     its results are checked on the CPU (cpu=False: the static checks only, and it is not verified)."""
     spec = spec_of(chapter)
-    if which == "solution":
-        path = spec.path
-    elif which == "starter":
-        folder = private_dir(usable_workspace() / ".starters", "the exercise workspace", _FIX)
-        path = folder / spec.path.name
-        write_atomic(path, starter_text(spec))
-    else:
-        path = Path(file) if file else learner_file(spec)
-    verdict = Verdict(spec.name, str(path))
-    if not path.exists():
-        verdict.add(False, f"no file at {shown_path(path)}: gl.exercise(\"{spec.name[:2]}\") (or `python -m gemmlab check "
-                           f"{spec.name[:2]} --start`) makes your copy of the starter")
+    verdict = start_verdict(spec, file, which)
+    if verdict.lines:
         return verdict
+    path = Path(verdict.file)
     text = path.read_text()
     todos = _todos(text)
     if not verdict.add(not todos, f"TODO still in the code at line(s) {', '.join(map(str, todos))}" if todos
@@ -387,6 +383,24 @@ def check(chapter: str | int, file: str | Path | None = None, which: str = "lear
     else:
         verdict.not_run.append("correctness: not asked for")
     verdict.not_run.append(f"speed: not measured, it needs a GPU ({why})")
+    return verdict
+
+
+def start_verdict(spec, file: str | Path | None, which: str) -> Verdict:
+    """The verdict on the file to check (the learner's, `file`, the starter or the solution: see `check`),
+    with a failed line where there is no such file."""
+    if which == "solution":
+        path = spec.path
+    elif which == "starter":
+        folder = private_dir(usable_workspace() / ".starters", "the exercise workspace", _FIX)
+        path = folder / getattr(spec, "learner_name", spec.path.name)
+        write_atomic(path, starter_text(spec))
+    else:
+        path = Path(file) if file else learner_file(spec)
+    verdict = Verdict(spec.name, str(path))
+    if not path.exists():
+        verdict.add(False, f"no file at {shown_path(path)}: gl.exercise(\"{spec.name[:2]}\") (or `python -m gemmlab check "
+                           f"{spec.name[:2]} --start`) makes your copy of the starter")
     return verdict
 
 
@@ -518,4 +532,5 @@ def _count(n: int, thing: str) -> str:
 
 
 def chapters() -> list[KernelSpec]:
+    """The kernel chapters' exercises (chapter 14's, in Python, is gemmlab.plan_exercise's)."""
     return [spec for spec in registry.KERNELS.values() if spec.exercise is not None]

@@ -11,6 +11,7 @@ as in `registry.get`). SHAPE is `4096` (4096 x 4096 x 4096) or `MxNxK`. NAME=VAL
                                                                          result 06 4096 gflops VECTORIZE=0
     step KERNEL I FIELD                      the chapter's step I (from 0), measured at course.STEP_SIZE
     ladder KERNEL SHAPE FIELD                the ladder chapter's:       ladder 03 8192 gflops
+    rows, sass, intensity, plan, ...         gemmlab.claims's queries, where its VERBS are passed
     search KERNEL SHAPE FIELD NAME=VALUE...  the fastest candidate of the final kernel's search at SHAPE
                                              among those with these values: search 11 6144 ratio SPLIT=4
     final SHAPE FIELD                        the final kernel's table:   final 4096x4096x1024 ratio
@@ -50,14 +51,14 @@ UNITS = {"%": lambda v: v * 100, "+%": lambda v: (v - 1) * 100, "T": lambda v: v
 # A marker, and the number written just before it: digits (commas allowed), then at most a few
 # characters of no digits on the same line (`**`, `%`, ` TFLOP/s`, `x`, `³`).
 MARKER = re.compile(r"<!--\s*figure:\s*(.*?)\s*-->")
-_WRITTEN = re.compile(r"(\d[\d,]*(?:\.\d+)?)[^\d\n<>]{0,12}$")
+WRITTEN = re.compile(r"(\d[\d,]*(?:\.\d+)?)[^\d\n<>]{0,12}$")
 
 
 class FigureError(ValueError):
     """A query that names nothing in the record: unknown verb, kernel, field or row."""
 
 
-def _shape(word: str) -> tuple[int, int, int]:
+def shape_of(word: str) -> tuple[int, int, int]:
     parts = word.split("x")
     if not all(p.isdigit() for p in parts) or len(parts) not in (1, 3):
         raise FigureError(f"'{word}' is not a shape (4096 or MxNxK)")
@@ -65,7 +66,7 @@ def _shape(word: str) -> tuple[int, int, int]:
     return dims * 3 if len(dims) == 1 else dims
 
 
-def _overrides(words: list[str]) -> dict[str, int]:
+def overrides(words: list[str]) -> dict[str, int]:
     out = {}
     for w in words:
         name, eq, val = w.partition("=")
@@ -75,8 +76,8 @@ def _overrides(words: list[str]) -> dict[str, int]:
     return out
 
 
-def _field(row: dict, field: str, what: str) -> float:
-    value = row.get(field)
+def field_of(row: dict, field: str, what: str) -> float:
+    value = row.get(field, row.get("params", {}).get(field))       # a tunable of the row's configuration too
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         fields = sorted(k for k, v in row.items() if isinstance(v, numbers.Real) and not isinstance(v, bool))
         raise FigureError(f"{what} has no number '{field}'; it has {', '.join(fields)}")
@@ -117,7 +118,7 @@ def _step(spec, word: str) -> dict:
     return steps[int(word)]
 
 
-def _lookup(words: list[str], rec: records.Record) -> float:
+def _lookup(words: list[str], rec: records.Record, verbs: dict) -> float:
     if not words:
         raise FigureError("empty query")
     verb, args = words[0], words[1:]
@@ -128,17 +129,22 @@ def _lookup(words: list[str], rec: records.Record) -> float:
 
     if verb == "device":
         need(1, "FIELD")
-        return _field(rec.device, args[0], "the device")
+        return field_of(rec.device, args[0], "the device")
     if verb == "cublas":
         need(2, "SIZE FIELD")
         sweep = rec.section("chapter00", "chapter 00")["cublas_sweep"]
         row = _one([r for r in sweep if str(r["size"]) == args[0]], f"cuBLAS sweep row at {args[0]}")
-        return _field(row, args[1], f"the cuBLAS sweep at {args[0]}")
+        return field_of(row, args[1], f"the cuBLAS sweep at {args[0]}")
     if verb == "final":
         need(2, "SHAPE FIELD")
-        shape = _shape(args[0])
+        shape = shape_of(args[0])
         rows = [r for r in rec.section("final", "the final kernel's table") if records.shape_key(r) == shape]
-        return _field(_one(rows, f"final-table row at {records.shape_label(shape)}"), args[1], "a final-table row")
+        return field_of(_one(rows, f"final-table row at {records.shape_label(shape)}"), args[1], "a final-table row")
+    if verb in verbs:                         # gemmlab.claims's (rows, sass, plan, ...)
+        value = verbs[verb](args, rec)
+        if isinstance(value, str):
+            raise FigureError(f"'{' '.join(words)}' is a string, not a number")
+        return value
     if verb not in ("best", "result", "step", "ladder", "search", "stall", "counter"):
         raise FigureError(f"unknown verb '{verb}'; known: device, cublas, best, result, step, ladder, search, "
                           f"final, stall, counter")
@@ -160,42 +166,43 @@ def _lookup(words: list[str], rec: records.Record) -> float:
         if len(args) not in (2, 3):
             raise FigureError("'stall' takes KERNEL [STEP|defaults|best] FIELD")
         row = _stall_row(_one(profiles, f"stall profile of {' '.join(args[:-1])}"), rec.device["sm_count"])
-        return _field(row, args[-1], f"the stall profile of {' '.join(args[:-1])}")
+        return field_of(row, args[-1], f"the stall profile of {' '.join(args[:-1])}")
 
     spec = registry.get(args[0]) if args else None
     if verb == "counter":
         need(2, "KERNEL FIELD [NAME=VALUE...]", exact=False)
-        wanted = _overrides(args[2:])
+        wanted = overrides(args[2:])
         entries = [e for e in rec.counters(spec.name) if _matches(e["params"], wanted, spec)]
-        return _field(_counter_row(_one(entries, f"counters of {spec.name} {' '.join(args[2:])}")), args[1],
+        return field_of(_counter_row(_one(entries, f"counters of {spec.name} {' '.join(args[2:])}")), args[1],
                       f"the counters of {spec.name}")
     if verb == "step":
         need(3, "KERNEL STEP FIELD")
         size = (course.STEP_SIZE,) * 3
-        return _field(rec.result(spec.name, _step(spec, args[1]), size), args[2], f"step {args[1]} of {spec.name}")
+        return field_of(rec.result(spec.name, _step(spec, args[1]), size), args[2], f"step {args[1]} of {spec.name}")
 
     need(3, "KERNEL SHAPE FIELD" + (" [NAME=VALUE...]" if verb in ("result", "search") else ""),
          exact=verb in ("best", "ladder"))
-    shape, field = _shape(args[1]), args[2]
+    shape, field = shape_of(args[1]), args[2]
     where = f"{spec.name} at {records.shape_label(shape)}"
     if verb == "best":
-        return _field(rec.best(spec.name, shape), field, f"the best of {where}")
+        return field_of(rec.best(spec.name, shape), field, f"the best of {where}")
     if verb == "result":
-        return _field(rec.result(spec.name, _overrides(args[3:]), shape), field, where)
+        return field_of(rec.result(spec.name, overrides(args[3:]), shape), field, where)
     section, what = {"ladder": ("ladder", "the ladder"), "search": ("final_search", "the final kernel's search")}[verb]
     rows = [r for r in rec.section(section, what) if r["kernel"] == spec.name and records.shape_key(r) == shape]
     if verb == "search":
-        wanted = _overrides(args[3:])
+        wanted = overrides(args[3:])
         rows = [r for r in rows if _matches(r["params"], wanted, spec)]
         rows.sort(key=lambda r: -r["gflops"])
-    return _field(_one(rows, f"{what} row of {where} {' '.join(args[3:])}".strip()), field, f"{what} at {where}")
+    return field_of(_one(rows, f"{what} row of {where} {' '.join(args[3:])}".strip()), field, f"{what} at {where}")
 
 
-def value(query: str, record: records.Record | None = None) -> float:
-    """The figure a query names (see the module's doc), or FigureError (a ValueError) naming the query."""
+def value(query: str, record: records.Record | None = None, verbs: dict | None = None) -> float:
+    """The figure a query names (see the module's doc), or FigureError (a ValueError) naming the query.
+    `verbs`: more verbs, name -> function(words after the verb, record) (gemmlab.claims.VERBS)."""
     rec = record if record is not None else records.latest()
     try:
-        parts = [_lookup(part.split(), rec) for part in query.split(" / ")]
+        parts = [_lookup(part.split(), rec, verbs or {}) for part in query.split(" / ")]
     except (LookupError, ValueError, IndexError) as e:
         raise FigureError(f"figure '{query}': {e}") from None
     out = parts[0]
@@ -204,21 +211,21 @@ def value(query: str, record: records.Record | None = None) -> float:
     return out
 
 
-def marked(marker: str, record: records.Record | None = None) -> float:
+def marked(marker: str, record: records.Record | None = None, verbs: dict | None = None) -> float:
     """The figure a marker's text names, in the unit it is written in: 'final 4096 ratio %' -> 102.45..."""
     words = marker.split()
     unit = words.pop() if words and words[-1] in UNITS else "x"
-    return UNITS[unit](value(" ".join(words), record))
+    return UNITS[unit](value(" ".join(words), record, verbs))
 
 
-def check(text: str, record: records.Record | None = None) -> list[str]:
+def check(text: str, record: records.Record | None = None, verbs: dict | None = None) -> list[str]:
     """Every marked figure in a text checked against the record: one line per number that does not
     match the figure within the rounding it is written to (a half-way value may round either way)."""
     rec = record if record is not None else records.latest()
     problems = []
     for m in MARKER.finditer(text):
         before = text[:m.start()]
-        number = _WRITTEN.search(before[-40:])
+        number = WRITTEN.search(before[-40:])
         where = before[-60:].replace("\n", " ")
         if not number:
             problems.append(f"no number before the marker '{m.group(0)}' (after: ...{where})")
@@ -226,7 +233,7 @@ def check(text: str, record: records.Record | None = None) -> list[str]:
         digits = number.group(1).replace(",", "")
         decimals = len(digits.partition(".")[2])
         try:
-            figure = marked(m.group(1), rec)
+            figure = marked(m.group(1), rec, verbs)
         except FigureError as e:
             problems.append(str(e))
             continue

@@ -15,9 +15,10 @@ PACKAGE = ROOT / "gemmlab"
 # Top to bottom: a module may import only modules on lower lines (or on its own line, within a package).
 LAYERS = [
     ["__main__"],
+    ["claims"],
     ["lessons"],
     ["recorder"],
-    ["widgets"],
+    ["widgets", "plan_exercise"],
     ["library"],
     ["dispatch"],
     ["campaigns", "plan"],
@@ -29,7 +30,7 @@ LAYERS = [
     ["records"],
     ["compile"],
     ["registry", "notebooks"],
-    ["plots", "roofline", "sass"],
+    ["plots", "plots_dispatch", "roofline", "sass"],
     ["specs"],
     ["spec"],
     ["course", "identity", "device", "cubin", "toolchain", "files"],

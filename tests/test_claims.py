@@ -57,12 +57,12 @@ def test_changing_a_claim_or_a_figure_fails(path, record):
     figured = [(t, f) for t in texts for f in figures.MARKER.finditer(t)]
     if figured:
         t, f = figured[0]
-        number = figures._WRITTEN.search(t[:f.start()][-40:])
+        number = figures.WRITTEN.search(t[:f.start()][-40:])
         digits = number.group(1).replace(",", "")
         wrong = f"{float(digits) + 10 ** -len(digits.partition('.')[2]) * 3:.{len(digits.partition('.')[2])}f}"
         start = f.start() - len(t[:f.start()][-40:]) + number.start(1)
-        assert figures.check(t, record) == []
-        assert figures.check(t[:start] + wrong + t[start + len(number.group(1)):], record) != []
+        assert figures.check(t, record, claims.VERBS) == []
+        assert figures.check(t[:start] + wrong + t[start + len(number.group(1)):], record, claims.VERBS) != []
 
 
 # --- the mechanism itself ------------------------------------------------------------------------
@@ -104,7 +104,7 @@ def test_conditions_compute(record):
     "best 08 4096 gflops",                  # no operator
     "fastest 4096 ratio > 1",               # unknown verb
     "rows no_section ratio min > 0",        # unknown section
-    "rows final ratio median > 0",          # unknown aggregate
+    "rows final ratio mode > 0",            # unknown aggregate
     "rows final ratio min kernel=01 > 0",   # no row matches
     "'a' < 1",                              # a string against a number
     "not measured:",                        # no reason
@@ -133,3 +133,12 @@ def test_unchecked_finds_comparisons_and_figures_without_a_marker():
     assert claims.unchecked("It runs at 21.04<!-- figure: best 08 4096 gflops T --> TFLOP/s, ahead of 03.") != []
     assert claims.unchecked("Each thread loads `x < 2.5` in $1.5 x$.") == []   # code and maths are not prose
     assert claims.unchecked("## The fastest kernel") == []                   # headings name, they don't claim
+
+
+def test_record_reaches_any_number_of_the_record_by_its_path(record):
+    assert claims.query("record chapter00.samples.hot.median_ms", record) == record.data["chapter00"]["samples"]["hot"]["median_ms"]
+    assert claims.query("record chapter00.first_launches_ms.0", record) == record.data["chapter00"]["first_launches_ms"][0]
+    assert claims.holds("record device.sm_count == device sm_count", record)
+    for path in ("chapter00.nope", "chapter00.first_launches_ms.9999", "chapter00.samples", "device.name"):
+        with pytest.raises(claims.ClaimError):
+            claims.query(f"record {path}", record)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab import figures, records
+from gemmlab import claims, figures, records
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -26,7 +26,7 @@ def record():
 
 @pytest.mark.parametrize("path", NOTEBOOKS + [README], ids=lambda p: p.name)
 def test_marked_figures_match_the_record(path, record):
-    assert figures.check(_prose(path), record) == []
+    assert figures.check(_prose(path), record, claims.VERBS) == []
 
 
 def test_the_prose_marks_figures():

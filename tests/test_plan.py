@@ -69,19 +69,11 @@ def test_the_command_line_prints_the_plan_and_refuses_with_the_rule():
     assert shape.returncode == 2 and "16-byte-rows" in shape.stderr and "Traceback" not in shape.stderr
 
 
-def test_chapter_11s_words_on_untuned_shapes_match_the_plan():
-    """The prose before gl.show_shape_costs in chapter 11 states three findings; the arithmetic must bear them out."""
+def test_chapter_11_shows_the_final_kernels_shape_costs():
+    """Chapter 11's table of shape costs is the final kernel's (its words on the table are claim markers in the
+    notebook, checked by gemmlab.claims against plan.launch)."""
     import json
     from pathlib import Path
     nb = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "11_last_wave.ipynb").read_text())
-    prose = next("".join(c["source"]) for c in nb["cells"] if "".join(c["source"]).startswith("## Shapes it was not"))
     final = plan.final_kernel().name
     assert any(f'gl.show_shape_costs("{final}"' in "".join(c["source"]) for c in nb["cells"])
-    ragged, square = plan.launch(4095, 4095, 4095), plan.launch(4096, 4096, 4096)
-    assert "every block takes the checked 4-byte copy path" in prose
-    assert ragged.fast_tiles == 0 and ragged.tiles == square.tiles and ragged.slot_use == square.slot_use
-    assert 4095 % ragged.params["BK"] and 4095 % 4
-    small = plan.launch(512, 512, 512)
-    assert "512³): 8 tiles" in prose and small.tiles == 8 and small.slot_use < 0.5, "most SMs have nothing to do"
-    few = plan.launch(16, 4096, 4096)
-    assert "left of the ridge" in prose and few.intensity < few.ridge and few.covered < 0.5

@@ -5,7 +5,6 @@ import pytest
 from gemmlab import bench, course, dispatch, plan, records, registry
 from gemmlab.lessons.chapter12 import fastest_at_regime_shapes
 from gemmlab.spec import Problem
-from prose import chapter_prose
 
 SPEC = registry.KERNELS["12_skinny"]
 
@@ -77,54 +76,8 @@ def test_a_streaming_kernel_is_offered_only_on_the_memory_bound_side():
     assert any(o.launch.spec.streams for o in found)
 
 
-def test_chapter_12s_words_on_its_regime_match_the_record():
-    """What the prose after gl.show_skinny_regime says of the table above it."""
-    prose = chapter_prose("12_skinny", "Where $M$ or $N$ is 1")
-    rec = records.latest()
-    best = fastest_at_regime_shapes(rec, SPEC)
-    assert len(best) == len(SPEC.regime_shapes)
-    copy = rec.device["measured_copy_gbs"]
-    assert "about three quarters of a plain copy's bandwidth and is level with cuBLAS" in prose
-    ones = [(s, r) for s, r in best.items() if min(s[:2]) == 1]
-    for shape, r in ones:
-        moved = Problem(*shape).operand_bytes / (r["ms"] * 1e-3) / 1e9
-        assert 0.65 <= moved / copy <= 0.85 and r["ratio"] >= 0.95, (shape, moved / copy, r["ratio"])
-    assert "With a few rows or columns (6, 8, 16) it is well ahead" in prose
-    few = [r for s, r in best.items() if min(s[:2]) in (6, 8, 16)]
-    assert few and all(r["ratio"] >= 1.25 for r in few)
-    assert "By 48 rows the shape has reuse that tiles in shared memory exploit, and the streaming kernel falls behind" \
-        in prose
-    many = [r for s, r in best.items() if min(s[:2]) >= 48]
-    assert many and all(r["ratio"] < 0.9 for r in many)
-    assert ones and len(ones) + len(few) + len(many) == len(best)
-
-
-def test_chapter_12s_words_on_its_profile_match_the_record():
-    """At 4096^3 the streaming kernel moves many times the tiled kernel's bytes through L2 and DRAM,
-    issues under half of its FFMAs per cycle, and runs at a fraction of cuBLAS."""
-    prose = chapter_prose("12_skinny", "## Why it loses at squares")
-    assert "the L2 and DRAM columns below are many times the tiled kernels'" in prose
-    rec = records.latest()
-    final = [s for s in rec.stalls() if s["kernel"] == "11_last_wave"]
-    mine = [s for s in rec.stalls() if s["kernel"] == SPEC.name]
-    assert final and mine
-    for s in mine:
-        for f in final:
-            assert s["l2_bytes"] > 3 * f["l2_bytes"] and s["dram_bytes_read"] > 3 * f["dram_bytes_read"]
-            assert s["ffma_thread_instructions"] / s["sm_cycles_active"] < \
-                0.5 * f["ffma_thread_instructions"] / f["sm_cycles_active"]
-
-
-def test_chapter_12s_words_on_few_columns_match_the_record():
-    """Chapter 12: with few columns but many rows, SIDE=0 with LANES=2 (8 columns a block) does better than
-    SIDE=1, at every regime shape with 2 to 8 columns."""
-    prose = chapter_prose("12_skinny", "## Streaming the big operand")
-    assert "With few columns but many rows, `SIDE=0` with `LANES=2` (8 columns a block) usually does better" in prose
-    rows = records.latest().data["results"]
-    shapes = [s for s in SPEC.regime_shapes if 2 <= s[1] <= 8 and s[0] >= 1024]
-    assert shapes
-    for shape in shapes:
-        mine = [r for r in rows if r["kernel"] == SPEC.name and (r["M"], r["N"], r["K"]) == shape]
-        side0 = max(r["gflops"] for r in mine if r["params"]["SIDE"] == 0 and r["params"]["LANES"] == 2)
-        side1 = max(r["gflops"] for r in mine if r["params"]["SIDE"] == 1)
-        assert side0 > side1, shape
+def test_the_record_times_every_regime_shape():
+    """The regime table has a row for each of the kernel's regime shapes (what the chapter's words on it say
+    is checked by claim markers in the notebook, gemmlab.claims)."""
+    best = fastest_at_regime_shapes(records.latest(), SPEC)
+    assert sorted(best) == sorted(tuple(s) for s in SPEC.regime_shapes)

@@ -3,9 +3,7 @@
 import pytest
 
 from gemmlab import bench, course, dispatch, plan, records, registry
-from gemmlab.lessons.chapter12 import fastest_at_regime_shapes
 from gemmlab.spec import Problem, UnsupportedShape
-from prose import chapter_prose
 
 SPEC = registry.KERNELS["13_split_k"]
 
@@ -144,18 +142,3 @@ def test_a_split_launch_has_a_block_per_piece():
 def test_regime_shapes_are_outside_the_suite():
     for shape in SPEC.regime_shapes:
         assert shape not in course.MATMUL_SUITE
-
-
-def test_chapter_13s_words_on_its_regime_match_the_record():
-    """What the prose after gl.show_split_regime says of the table above it."""
-    prose = chapter_prose("13_split_k", "It is ahead of cuBLAS")
-    best = fastest_at_regime_shapes(records.latest(), SPEC)
-    assert len(best) == len(SPEC.regime_shapes)
-    assert "It is ahead of cuBLAS at all of them, least at the 48-row shape, the one with the fewest rows" in prose
-    least = min(best, key=lambda s: best[s]["ratio"])
-    assert all(r["ratio"] > 1 for r in best.values()) and least == min(best, key=lambda s: min(s[:2])) \
-        and least[0] == 48
-    assert "there 32-row tiles compute 64 rows for its 48" in prose and best[least]["params"]["BM"] == 32
-    assert "The shapes with few rows are split along $K$ into several pieces each" in prose
-    pieces = {s: SPEC.k_split(SPEC.resolve(r["params"]), Problem(*s)) for s, r in best.items()}
-    assert all(p > 1 for s, p in pieces.items() if min(s[:2]) <= 128)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import difflib
 import sys
 
-from .. import exercises
+from .. import exercises, plan_exercise
 from ..files import UnusableDirectory
 from .display import markdown, table
 
@@ -12,6 +12,8 @@ _hints_shown: dict[str, int] = {}
 
 
 def _spec(chapter):
+    if plan_exercise.is_it(chapter):          # chapter 14's exercise is Python
+        return plan_exercise.SPEC
     try:
         return exercises.spec_of(chapter)
     except (exercises.NoExercise, LookupError) as exc:
@@ -36,7 +38,7 @@ def exercise(chapter: str, fresh: bool = False) -> None:
     if spec is None:
         return
     try:
-        path = exercises.start(chapter, fresh=fresh)
+        path = exercises.start_spec(spec, fresh=fresh)
     except UnusableDirectory as exc:
         print(exc)
         return
@@ -59,7 +61,11 @@ def check(chapter: str, file: str | None = None) -> None:
     chapter's kernel and cuBLAS; without one, what can be checked without it."""
     if _spec(chapter) is None:
         return
-    print(exercises.check(chapter, file))
+    print(_verdict(chapter, file))
+
+
+def _verdict(chapter: str, file: str | None = None):
+    return plan_exercise.check(file) if plan_exercise.is_it(chapter) else exercises.check(chapter, file)
 
 
 def hint(chapter: str) -> None:
@@ -79,19 +85,20 @@ def solution(chapter: str) -> None:
     if spec is None:
         return
     diff = difflib.unified_diff(exercises.starter_text(spec).splitlines(), spec.path.read_text().splitlines(),
-                                f"starter ({spec.path.name})", f"kernels/{spec.path.name}", lineterm="", n=1)
+                                f"starter ({spec.path.name})", getattr(spec, "source_label", f"kernels/{spec.path.name}"),
+                                lineterm="", n=1)
     markdown("```diff\n" + "\n".join(diff) + "\n```")
 
 
 def progress() -> None:
     """Which exercises pass on this machine: each learner's file that exists, checked now."""
     rows = []
-    for spec in exercises.chapters():
+    for spec in sorted([*exercises.chapters(), plan_exercise.SPEC], key=lambda s: s.name):
         path = exercises.learner_file(spec)
         if not path.exists():
             rows.append([spec.title, "not started", "-"])
             continue
-        verdict = exercises.check(spec.name[:2])
+        verdict = _verdict(spec.name[:2])
         failed = next((text for ok, text in verdict.lines if not ok), "")
         rows.append([spec.title, verdict.summary, failed.splitlines()[0] if failed else "-"])
     markdown(table(["chapter", "verdict", "first problem"], rows)

@@ -1,0 +1,107 @@
+"""Chapter 14: one plan per shape. gemmlab.matmul's dispatcher: the model it prices every chapter's kernels
+with, one shape worked through from its features to the call's measured time, and the suite."""
+from __future__ import annotations
+
+from .. import dispatch, library, plots, plots_dispatch, records, widgets
+from .display import markdown, table
+
+
+def _suite_record():
+    return next((r for r in records.load_all() if r.data.get("matmul_suite")), None)
+
+
+def show_plans(shapes: list[tuple[int, int, int]]) -> None:
+    """gemmlab.matmul's plan for each shape (dispatch.plan: the model fitted to the record): which
+    kernel, configuration and split, how many SMs get a block, and what the model predicts. No timing."""
+    plans = [dispatch.plan(*shape) for shape in shapes]
+    m = dispatch.model(dispatch.device_facts()[0]["name"])     # the model the plans came from
+    rows = []
+    for p in plans:
+        launch = p.choice.launch
+        split = (f"{launch.split_tiles:,} of {launch.tiles:,} tiles in {launch.pieces}" if launch.split_tiles else
+                 f"all {launch.tiles:,} in {launch.k_split}" if launch.k_split > 1 else "none")
+        rows.append([f"{p.problem.M} x {p.problem.N} x {p.problem.K}", launch.spec.name,
+                     launch.spec.changes_label(launch.params) or "defaults", split,
+                     f"{min(launch.blocks, launch.sm_count)} of {launch.sm_count}", p.reshaping or "no",
+                     f"{p.predicted_us:,.1f}", f"{p.problem.flops / p.predicted_us / 1e6:.1f}"])
+    markdown(table(["M x N x K", "kernel", "configuration (against its defaults)", "tiles split along K",
+                    "SMs with a block", "reshaped", "predicted us", "predicted TFLOP/s"], rows)
+             + f"\n\nPredicted by the {plans[0].basis}: a model, not a measurement. Its fitted constants: a launch "
+               f"{m.launch_us:.1f} us; a split tile's chain, per piece: "
+               + ", ".join(f"{name}'s {c:.1f} us" for name, c in sorted(m.chain_by_kernel.items()))
+               + " (chapter 11's pieces add into C one after another, chapter 13's last piece reads the others' "
+                 "partial tiles); a tile on a kernel's slow copy path (rows not 16-byte multiples, or a ragged "
+                 f"edge) takes {1 + m.ragged:.2f} times as long"
+               + "".join(f", {name}'s {1 + r:.2f}" for name, r in sorted(m.ragged_by_kernel.items()))
+               + ". `python -m gemmlab bench matmul --size M N K` times a plan against cuBLAS on a GPU.")
+
+
+def show_worked_plan(shape: tuple[int, int, int]) -> None:
+    """One shape end to end: the plan's reasons for its choice, every kernel's best option priced by the
+    model, and, where the record ran gemmlab.matmul at this shape, what the call took against cuBLAS."""
+    p = dispatch.plan(*shape)
+    options = [p.choice, *p.others]
+    rows = []
+    for o in options:
+        launch = o.launch
+        busiest = -(-launch.blocks // launch.sm_count)
+        rows.append([launch.spec.name, launch.spec.changes_label(launch.params) or "defaults",
+                     f"{launch.blocks:,}", f"{launch.slots:,}", f"{busiest} of {launch.blocks_per_sm}",
+                     f"{launch.piece_steps:,}",
+                     f"{o.predicted_us:,.1f}", "**chosen**" if o is p.choice else f"+{o.predicted_us / p.choice.predicted_us - 1:.0%}"])
+    text = (f"**{shape[0]} x {shape[1]} x {shape[2]}**, predicted by the {p.basis}.\n\nWhy this option:\n\n"
+            + "\n".join(f"- {why}" for why in p.reasons())
+            + "\n\n" + table(["kernel", "configuration (against its defaults)", "blocks", "block slots",
+                              "busiest SM's blocks, of those it holds at once", "K steps a block",
+                              "predicted us", "against the choice"], rows))
+    if p.refused:
+        text += "\n\nCannot run it: " + "; ".join(p.refused)
+    rec = _suite_record()
+    ran = [r for r in (rec.data["matmul_suite"] if rec else []) if records.shape_key(r) == tuple(shape)]
+    if ran:
+        r = ran[0]
+        same = r["plan_kernel"] == p.spec.name and r["params"] == p.params
+        text += (f"\n\nMeasured ({rec.device['name']}, {r['date']}, `record --matmul`): the call took "
+                 f"{r['ms'] * 1e3:,.1f} us against the {r['predicted_us']:,.1f} us its plan predicted, and cuBLAS FP32 "
+                 f"took {r['cublas_ms'] * 1e3:,.1f} us in the same run: {r['ratio']:.2f} times cuBLAS's speed."
+                 + ("" if same else f" (That run's plan was {r['plan_kernel']} {r['params']}; the plan has changed "
+                                    f"since.)"))
+    markdown(text)
+
+
+def show_predicted_against_measured(worked: tuple[int, int, int] | None = None) -> None:
+    """The plan's predicted time against the measured time of every call of the recorded suite."""
+    rec = _suite_record()
+    if rec is None:
+        markdown("No record holds gemmlab.matmul's suite yet: on a GPU, `python -m gemmlab record --matmul` "
+                 "measures it.")
+        return
+    rows = rec.data["matmul_suite"]
+    plots_dispatch.predicted_against_measured(rows, f"measured on {rec.device['name']}, {rows[0]['date']}", worked)
+
+
+def show_matmul_suite() -> None:
+    """gemmlab.matmul against cuBLAS FP32 over the course's shape suite, as recorded (`record --matmul`):
+    the table with its geometric mean and smallest ratio, then the ratio over (M, N) for a few K, one
+    kernel at its defaults beside the plan per shape."""
+    rec = _suite_record()
+    if rec is None:
+        markdown("No record holds gemmlab.matmul's suite yet: on a GPU, `python -m gemmlab record --matmul` "
+                 "measures it.")
+        return
+    rows = rec.data["matmul_suite"]
+    markdown(f"```\n{library.suite_table(rows)}\n```\n\nMeasured on {rec.device['name']}, {rows[0]['date']}: "
+             f"each shape validated against a float64 product first, then timed interleaved with cuBLAS FP32 in "
+             f"the same run, the L2 flushed before every launch, {rows[0]['reps']} runs each (ratio: cuBLAS's time "
+             f"over gemmlab.matmul's, above 1 is faster; spread: the timings' interquartile range over their "
+             f"median). The whole call is timed, as a user makes it. A plan marked +edges ran peeled (whole tiles, "
+             f"then the rows or columns past them by plans of their own), one marked +copyB on a copy of B in 16-byte "
+             f"rows.")
+    heat = rec.data.get("matmul_heatmap")
+    if heat:
+        plots.dispatch_heatmaps(heat, heat[0]["kernel"], f"measured on {rec.device['name']}, {heat[0]['date']}")
+
+
+def show_plan_explorer():
+    """The plan, with its reasons, for any M, N and K the reader types."""
+    return widgets.plan_explorer()
