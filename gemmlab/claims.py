@@ -20,10 +20,6 @@ gemmlab.figures) or one of:
                                             defaults with these overrides): an opcode's count as
                                             `sass.mix` gives it (LDS.128, FFMA, ...), `instructions`,
                                             or a resource: registers, spill_stores, static_smem
-    loop KERNEL FIELD [NAME=VALUE...]       the same build's innermost loop that holds the FFMAs
-                                            (sass.hot_lines): `instructions`, an opcode's count as
-                                            `sass.mix` names it or by its first word (LOP3, IADD3),
-                                            or its FFMAs' operands: from_cache, same_bank
     occupancy KERNEL FIELD [NAME=VALUE...]  the same build's residency: blocks_per_sm, warps_per_sm
     intensity KERNEL SHAPE [NAME=VALUE...]  FLOP per byte the kernel requests from global memory
                                             (roofline.traffic)
@@ -32,7 +28,8 @@ gemmlab.figures) or one of:
                                             launches, k_split, pieces, split_tiles, stage_ldb,
                                             peeled, parts, streams (1 or 0), others_slower
     setting MODULE.NAME                     a constant of gemmlab's code: setting dispatch.PEEL_MAX
-    fitted FIELD                            the fitted model's number (launch_us, candidates, ...)
+    fitted FIELD                            the fitted model's number (launch_us, candidates (how many),
+                                            fit.median_error, chain_by_kernel.KERNEL, ...)
     loop KERNEL FIELD [NAME=VALUE...]       the hot loop's SASS (sass.hot_region): instructions, an
                                             opcode's count by prefix (FFMA, LDS, LDGSTS), same_bank
                                             (share of its FFMAs with two reads in one register bank),
@@ -221,7 +218,9 @@ def _fitted(args: list[str]):
     if len(args) != 1:
         raise ClaimError("'fitted' takes FIELD")
     data = json.loads(dispatch.fitted_path(records.latest().device["name"]).read_text())
-    value = data.get(args[0])
+    value = data
+    for key in args[0].split("."):           # fit.median_error, chain_by_kernel.<kernel>
+        value = value.get(key) if isinstance(value, dict) else None
     if isinstance(value, list):
         return float(len(value))
     if not isinstance(value, numbers.Real):
@@ -295,34 +294,11 @@ def _record(args: list[str], rec: records.Record) -> float:
     return float(node)
 
 
-def _opcode_key(op: str) -> str:
-    """An opcode as sass.mix counts it (LDS.128, FFMA, STS) where it is of a family it names, else its
-    first word (LOP3.LUT -> LOP3)."""
-    from . import sass
-    parts = op.split(".")
-    if parts[0] not in sass.FAMILIES:
-        return parts[0]
-    width = next((p for p in parts[1:] if p in ("64", "128", "U8", "S8", "U16")), "")
-    return f"{parts[0]}.{width}" if width else parts[0]
-
-
 def _kernel_build(verb: str, args: list[str]):
     if len(args) < 2:
         raise ClaimError(f"'{verb}' takes KERNEL FIELD [NAME=VALUE...]")
     spec = registry.get(args[0])
     return _build(spec.name, tuple(sorted(_params(spec, args[2:]).items())))
-
-
-def _loop(args: list[str]) -> float:
-    """The hot loop of a build (sass.hot_lines): loop 06 LDG.128 BK=16 TN=4 UNROLL=16"""
-    from . import sass
-    build, field = _kernel_build("loop", args), args[1]
-    lines = sass.hot_lines(build)
-    if field == "instructions":
-        return float(len(lines))
-    if field in ("from_cache", "same_bank"):
-        return float(sass.operand_reads(build)[field])
-    return float(sum(_opcode_key(line.split()[0]) == field for line in lines))
 
 
 def _occupancy(args: list[str]) -> float:
@@ -380,7 +356,8 @@ VERBS = {"record": _record, "setting": _setting, "rows": _rows, "sass": lambda a
          "launch": _launch, "loop": lambda args, rec: _loop(args),
          "conflicts": lambda args, rec: _conflicts(args)}
 
-VERBS.update({"loop": lambda args, rec: _loop(args), "occupancy": lambda args, rec: _occupancy(args)})
+VERBS.update({"occupancy": lambda args, rec: _occupancy(args)})
+
 
 def query(text: str, rec: records.Record):
     """One query's value: a number, or a string (a plan's kernel)."""
@@ -570,7 +547,7 @@ def restamp_file(path: Path) -> int:
 
 
 def prose_files() -> list[Path]:
-    return sorted((ROOT / "notebooks").glob("*.ipynb")) + [ROOT / "README.md"]
+    return sorted((ROOT / "notebooks").glob("*.ipynb")) + [ROOT / "README.md", ROOT / "docs" / "dispatch.md"]
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from typing import Callable
 
 from tqdm.auto import tqdm
 
-from . import bench, device, records, tune
+from . import bench, device, records, registry, tune
 from .records import Record
 from .spec import KernelSpec, Params
 
@@ -95,6 +95,14 @@ class Recorded:
         """Every configuration the sliders offer, at one size."""
         return self.rec.at(spec.name, shape(size))
 
+    def same_as_shown(self, row: dict) -> dict:
+        """The row another table of the chapter shows for this row's kernel, configuration and shape (the
+        record's sweep), else the row itself: one configuration at one size, one figure."""
+        try:
+            return self.rec.result(row["kernel"], row["params"], records.shape_key(row))
+        except LookupError:
+            return row
+
     def best(self, spec: KernelSpec, size) -> dict:
         return self.rec.best(spec.name, shape(size))
 
@@ -157,6 +165,13 @@ class Live:
         if key not in self._measured:
             self._measured[key] = bench.bench(spec, params, shape(size)).as_row()
         return self._measured[key]
+
+    def same_as_shown(self, row: dict) -> dict:
+        """The row measured earlier this session for this row's kernel, configuration and shape, else the row
+        itself (remembered from now on): one configuration at one size, one figure."""
+        spec = registry.get(row["kernel"])
+        key = (spec.name, tuple(sorted(spec.resolve(row["params"]).items())), records.shape_key(row))
+        return self._measured.setdefault(key, row)
 
     def sweep(self, spec: KernelSpec, size) -> list[dict]:
         return [self.result(spec, cfg, size)

@@ -24,7 +24,7 @@ def record():
     return records.latest()
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS + [README], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS + [README, ROOT / "docs" / "dispatch.md"], ids=lambda p: p.name)
 def test_marked_figures_match_the_record(path, record):
     assert figures.check(_prose(path), record, claims.VERBS) == []
 
