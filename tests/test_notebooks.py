@@ -38,6 +38,18 @@ def test_code_cells_are_single_gemmlab_calls(path):
         assert hasattr(lessons, func.attr), f"gemmlab.lessons has no {func.attr}()"
 
 
+# A chapter is a lesson a learner reads in one sitting: at most this many words of prose.
+MAX_WORDS = 1600
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_a_chapter_is_at_most_1600_words_of_prose(path):
+    """Words of the markdown cells, the hidden markers (figures, claims) not counted."""
+    cells = json.loads(path.read_text())["cells"]
+    prose = " ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    assert len(re.sub(r"<!--.*?-->", " ", prose, flags=re.S).split()) <= MAX_WORDS
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebooks_are_mostly_prose(path):
     cells = json.loads(path.read_text())["cells"]
