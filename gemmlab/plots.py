@@ -504,11 +504,20 @@ def stall_stack(captions, profiles, reasons, label: str):
     _finish(fig, label)
 
 
+# The hierarchical roofline's points: a level whose traffic is under this share of its roof gets none.
+TOUCHED = 1e-4
+
+
 def hierarchical_roofline(points, roofs: dict, peak_gflops: float, label: str):
     """points: (name, {level: FLOP per byte}, GFLOP/s). One roof per memory level (bandwidth x
     intensity, capped by the peak) and, per kernel, one marker per level at the intensity measured
-    there, all at the kernel's speed, joined by a line."""
+    there, all at the kernel's speed, joined by a line. A level the kernel hardly touches, its bytes at
+    the kernel's speed under TOUCHED of its roof's bandwidth, gets no point: the naive kernel declares no
+    shared memory, yet Nsight Compute counts one shared wavefront per warp for it (7e-6 of the roof;
+    chapter 12's reduction through shared memory, the least real use, is at 5e-3)."""
     fig, ax = plt.subplots(figsize=(8, 4.6))
+    points = [(name, {lv: x for lv, x in levels.items() if gflops / x >= TOUCHED * roofs.get(lv, 0)}, gflops)
+              for name, levels, gflops in points]
     markers = {"DRAM": "o", "L2": "s", "shared": "^"}
     styles = {"DRAM": "-", "L2": "--", "shared": ":"}
     xs = np.logspace(-1.5, 3.5, 200)

@@ -259,3 +259,22 @@ def test_the_ridge_label_sits_where_no_point_is(record, no_windows):
     for _, x, y in points:
         px, py = ax.transData.transform((x, y / 1e3))
         assert not (box.x0 - 3 <= px <= box.x1 + 3 and box.y0 - 3 <= py <= box.y1 + 3), "a point under the label"
+
+
+def test_the_hierarchical_roofline_draws_no_point_for_a_level_a_kernel_leaves_alone(record, no_windows):
+    """The naive kernel declares no shared memory (one wavefront per warp is what ncu counts for it):
+    no shared-memory point for it; every kernel that stages tiles in shared memory keeps its own."""
+    from gemmlab.lessons import profiles
+    assert compile_kernel("01_naive", registry.get("01_naive").defaults).resources.static_smem == 0
+    for chapter, naive_in in (("01_naive", True), ("02_smem_tiling", True), ("03_coalescing", False)):
+        no_windows.clear()
+        gl.show_hierarchical_roofline(chapter)
+        ax = no_windows[0].axes[0]
+        rows = [(caption, p) for caption, p in profiles.compared(record, chapter) if profiles.intensities(p)]
+        drawn = {line.get_label(): len(line.get_xdata()) for line in ax.get_lines()
+                 if line.get_label() in dict(rows)}
+        for caption, p in rows:
+            levels = profiles.intensities(p)
+            expected = len(levels) - (p["kernel"] == "01_naive")
+            assert drawn[caption] == expected, caption
+        assert any(p["kernel"] == "01_naive" for _, p in rows) == naive_in
