@@ -225,10 +225,15 @@ def show_littles_law(name: str, **params) -> None:
              f"{rec.label}; DRAM rate: the record's copy bandwidth.")
     lines = [f"{spec.name} [{spec.config_label(full)}]: {occ.blocks_per_sm} block(s) per SM, {warps:g} warps per "
              f"scheduler ({build.resources.registers} registers per thread)."]
-    if "STAGES" in full and spec.k_tile:
+    # the tiles a block copies while it computes: STAGES - 1 ahead (09 on), one with PREFETCH (07, 08)
+    stages = full["STAGES"] - 1 if "STAGES" in full else full.get("PREFETCH")
+    if stages == 0 and spec.k_tile:
+        lines.append("Copies in flight per SM while the blocks compute: none (PREFETCH=0): a tile's loads are in "
+                     "flight only while its own block's warps wait for them.")
+    elif stages is not None and spec.k_tile:
         stage = tile_bytes(spec, full)
-        ahead = (full["STAGES"] - 1) * stage * occ.blocks_per_sm
-        lines.append(f"Copies in flight per SM: {full['STAGES'] - 1} stage(s) ahead x {stage / 1e3:.1f} KB a stage "
+        ahead = stages * stage * occ.blocks_per_sm
+        lines.append(f"Copies in flight per SM: {stages} stage(s) ahead x {stage / 1e3:.1f} KB a stage "
                      f"x {occ.blocks_per_sm} block(s) = {ahead / 1e3:.1f} KB, against the {need_bytes / 1e3:.1f} KB "
                      f"DRAM needs: {'enough' if ahead >= need_bytes else 'too little'} to cover its latency.")
     tm, tn = spec.thread_tile(full) if spec.thread_tile else (1, 1)

@@ -57,31 +57,40 @@ def show_warp_tiling(name: str, **params) -> None:
     plots.warp_tiling(spec, full, spec.geometry(full), "drawn from the registry's parameters")
 
 
-def show_steps(name: str, size: int = 4096) -> None:
+STEP_PROFILE = ("issued_per_scheduler", "dispatch_stall", "wait")
+_PROFILE_HEADERS = {"issued_per_scheduler": "issued per cycle per scheduler", "warps_per_scheduler": "warps per scheduler"}
+
+
+def show_steps(name: str, size: int = 4096, operands: bool = True, profile: tuple = STEP_PROFILE) -> None:
     """The chapter's additions switched on one at a time (the spec's steps): time against cuBLAS
-    (live, else recorded), how the hot loop's FFMAs get their operands (from the SASS), and the
-    recorded Nsight Compute issue rate and dispatch / wait stalls where the record has them."""
+    (live, else recorded), how the hot loop's FFMAs get their operands (from the SASS; `operands`),
+    and the recorded Nsight Compute figures named in `profile` (issued_per_scheduler,
+    warps_per_scheduler or a stall reason of records.STALL_REASONS) where the record has them."""
     spec = registry.get(name)
     src = source.here()
     stalls = {json.dumps(r["params"], sort_keys=True): r for r in source.record().stalls() if r["kernel"] == spec.name}
     rows = []
     for (caption, _), full in zip(spec.steps, spec.step_configs()):
         row = src.result(spec, full, size)
-        reads = sass.operand_reads(compile_kernel(spec, full))
         prof = stalls.get(json.dumps(full, sort_keys=True))
-        issue, dispatch, wait = ((f"{prof['issued_per_scheduler']:.2f}", f"{prof['stalls']['dispatch_stall']:.2f}",
-                                  f"{prof['stalls']['wait']:.2f}") if prof else ("-", "-", "-"))
+        measured = [("-" if not prof else f"{prof[f]:.1f}" if f == "warps_per_scheduler" else
+                     f"{prof[f] if f in prof else prof['stalls'][f]:.2f}") for f in profile]
+        reads = sass.operand_reads(compile_kernel(spec, full)) if operands else None
         rows.append([caption, f"{row['gflops'] / 1e3:.2f}", f"{row['ratio']:.1%}",
                      *beside_cells(src, src.beside(spec, full, size)),
-                     f"{reads['from_cache'] / reads['ffma']:.2f}", f"{reads['same_bank'] / reads['ffma']:.1%}",
-                     issue, dispatch, wait])
-    markdown(table(["step", "TFLOP/s", "of cuBLAS (same run)", *beside_header(src), "FFMA operands from the reuse cache",
-                    "FFMAs with two reads in one bank", "issued per cycle per scheduler",
-                    "dispatch stalls", "wait stalls"], rows)
+                     *([f"{reads['from_cache'] / reads['ffma']:.2f}", f"{reads['same_bank'] / reads['ffma']:.1%}"]
+                       if operands else []), *measured])
+    headers = [_PROFILE_HEADERS.get(f, f"{f.removesuffix('_stall').replace('_', ' ')} stalls") for f in profile]
+    notes = ((" Operand columns: static counts over the hot loop's FFMAs in the sm_90 SASS." if operands else "")
+             + (" Stalls: cycles per issued instruction, from the record's Nsight Compute profiles ('-' where the "
+                "record has none)." if tuple(profile) == STEP_PROFILE else
+                " Profile columns: the record's Nsight Compute profiles ('-' where the record has none)"
+                + ("; stalls in cycles per issued instruction." if set(profile) - set(_PROFILE_HEADERS) else ".")))
+    markdown(table(["step", "TFLOP/s", "of cuBLAS (same run)", *beside_header(src),
+                    *(["FFMA operands from the reuse cache", "FFMAs with two reads in one bank"] if operands else []),
+                    *headers], rows)
              + f"\n\n{spec.name} [{spec.config_label(spec.step_configs()[-1])}] at {size}^3, "
-             f"each step validated before timing. *{src.label}*. Operand columns: static counts over the hot "
-             f"loop's FFMAs in the sm_90 SASS. Stalls: cycles per issued instruction, from the record's "
-             f"Nsight Compute profiles ('-' where the record has none).{beside_note(src)}")
+             f"each step validated before timing. *{src.label}*.{notes}{beside_note(src)}")
 
 
 def show_outer_product(name: str, thread: int = 0, k: int = 0, **params) -> None:
