@@ -769,3 +769,50 @@ def test_the_learners_loop(lab, context, name):
                 _keep(page, f"{label}-{5 + n}-slider-{n}")
     finally:
         page.close()
+
+
+def test_the_learners_loop_in_python(lab, context):
+    """Chapter 14's exercise is Python: its link opens the starter in the editor, the check fails on it, the
+    fix typed in and saved passes, against the plan's own arithmetic."""
+    from gemmlab import exercises, plan_exercise
+
+    name, spec = "14_dispatch.ipynb", plan_exercise.SPEC
+    copy = f"workspace/{spec.learner_name}"
+    page = context.new_page()
+    try:
+        with step(page, "loop-14-exercise"):
+            page.goto(lab.url(f"/lab/tree/{name}"), wait_until="domcontentloaded")
+            page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started", timeout=60_000)
+            page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
+            _wait_ready(page, name)
+            page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+            _run_cell(page, name, "import gemmlab.lessons as gl")
+            index = _run_cell(page, name, "gl.exercise(")
+            link = _cell(page, index).locator(f'a:has-text("{copy}")').first
+            link.wait_for(timeout=10_000)
+            link.click()
+            starter = exercises.starter_text(spec)
+            state = _wait_editor(page, copy, lambda s: s["text"] == starter,
+                                 f"the link did not open {copy} in the editor, holding the starter")
+            _keep(page, "14-1-starter-in-editor")
+        with step(page, "loop-14-check-starter"):
+            verdict = _cell_text(page, name, _run_cell(page, name, "gl.check("))
+            assert verdict.startswith("FAIL") and "round_time(blocks=" in verdict, verdict
+        with step(page, "loop-14-fix"):
+            page.evaluate("async (path) => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }",
+                          copy)
+            state = _wait_editor(page, copy, lambda s: True, f"{copy} is not the current tab")
+            body = spec.exercise.starter.rstrip("\n") + "\n"
+            start = state["text"].index(body)
+            assert page.evaluate(SELECT_JS, [copy, start, start + len(body)]), "the editor did not take the focus"
+            page.keyboard.insert_text(exercises.solution_region(spec))
+            _wait_editor(page, copy, lambda s: s["dirty"], "typing did not change the file in the editor")
+            page.keyboard.press("Control+s")
+            _wait_editor(page, copy, lambda s: not s["dirty"], "Ctrl+S did not save the file")
+            assert (lab.root / copy).read_text() == spec.path.read_text()
+        with step(page, "loop-14-check-fix"):
+            verdict = _cell_text(page, name, _run_cell(page, name, "gl.check("))
+            assert verdict.startswith("PASS") and "the plan's arithmetic at all" in verdict, verdict
+            _keep(page, "14-2-check-passes")
+    finally:
+        page.close()
