@@ -169,6 +169,7 @@ __device__ __forceinline__ void accumulate(float (&acc)[TROWS][TCOLS], float* As
                 const float4 v = *reinterpret_cast<const float4*>(bs + k * BN + wn * 32);
                 b[wn * 4 + 0] = v.x; b[wn * 4 + 1] = v.y; b[wn * 4 + 2] = v.z; b[wn * 4 + 3] = v.w;
             }
+            // exercise: begin
             if (spread) {                      // group g of SPREAD copies goes out at step 1 + g (BK-1) / groups
                 float* as_next = As + next % STAGES * A_STAGE;
                 float* bs_next = Bs + next % STAGES * B_STAGE;
@@ -188,7 +189,7 @@ __device__ __forceinline__ void accumulate(float (&acc)[TROWS][TCOLS], float* As
                     }
                 if (k == BK - 1) commit();
             }
-            // exercise: begin
+            // exercise: end
 #pragma unroll
             for (int i = 0; i < TROWS; ++i)
 #pragma unroll
@@ -196,7 +197,6 @@ __device__ __forceinline__ void accumulate(float (&acc)[TROWS][TCOLS], float* As
                     const int j = SNAKE && i % 2 ? TCOLS - 1 - jj : jj;   // odd rows backwards
                     acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
                 }
-            // exercise: end
         }
     }
     wait_pending<0>();                         // nothing may still be writing shared memory at exit
