@@ -144,3 +144,22 @@ def test_record_reaches_any_number_of_the_record_by_its_path(record):
     for path in ("chapter00.nope", "chapter00.first_launches_ms.9999", "chapter00.samples", "device.name"):
         with pytest.raises(claims.ClaimError):
             claims.query(f"record {path}", record)
+
+
+def test_loop_and_conflicts_read_the_hot_loop_and_the_shared_load_model(record):
+    from gemmlab import registry, sass
+    from gemmlab.compile import compile_kernel
+    hot = sass.hot_region(compile_kernel(registry.get("09"), {"KUNROLL": 8}))
+    assert claims.query("loop 09 instructions KUNROLL=8", record) == len(hot)
+    assert claims.query("loop 09 FFMA KUNROLL=8", record) == sum(op.startswith("FFMA") for op in hot)
+    # the snake: more operands from the reuse cache, fewer FFMAs with two reads in one bank (chapter 08's steps)
+    row, snake = "loop 08 {} WN=64 TM=8 UNROLL=8 INTERIOR=0 SNAKE=0", "loop 08 {} WN=64 TM=8 UNROLL=8 INTERIOR=0 SNAKE=1"
+    assert claims.holds(f"{snake.format('from_cache')} > {row.format('from_cache')}", record)
+    assert claims.holds(f"{snake.format('same_bank')} < {row.format('same_bank')}", record)
+    # 10's copies: all 12 between the barrier and the first shared load without SPREAD, none with it
+    assert claims.query("loop 10 copies_before_loads SPREAD=0", record) == 12
+    assert claims.query("loop 10 copies_before_loads", record) == 0
+    # the model of a warp's shared loads: 05's 8-wide patch conflicts 2-way on B, 08's warp tile not at all
+    assert claims.query("conflicts 05 B TN=8", record) == 2 and claims.query("conflicts 08 B WN=64 TM=8", record) == 1
+    with pytest.raises(claims.ClaimError):
+        claims.query("conflicts 08 C", record)
