@@ -4,7 +4,7 @@
 // multiples of its tiles. Elsewhere two things cost it speed, and this kernel removes both.
 //   * Ragged edges. 11's blocks whose tile reaches past M, N or K, and all of them where B's rows
 //     are not 16-byte multiples, take a checked copy path that works out, element by element,
-//     whether each copy lies inside the matrices: about 40% slower a tile. Here no copy in the main
+//     whether each copy lies inside the matrices: slower a tile (chapter 14 fits how much). Here no copy in the main
 //     loop is checked.
 //       - A tile at the bottom or right edge is moved back inside C (its origin becomes M - BM or
 //         N - BN): it recomputes a few rows or columns of its neighbour and stores only its own.
@@ -21,7 +21,7 @@
 //     into up to SPLIT pieces, one block each (gridDim.z pieces: the launcher uses fewer where the
 //     workspace cannot hold SPLIT partial tiles of every tile): each piece writes its partial tile
 //     to a workspace, and the last piece of a tile to arrive adds all of them, in piece order, and
-//     writes C. Nobody waits for anybody (11's pieces took turns, about 10 us each on the H100),
+//     writes C. Nobody waits for anybody (11's pieces took turns: chapter 14 fits what each adds),
 //     and the sum's order does not depend on which piece came last, so a result is the same bits
 //     run after run. The workspace and the arrival counts belong to the module: two launches of one
 //     compiled kernel must not run at once.

@@ -45,9 +45,13 @@ def show_worked_plan(shape: tuple[int, int, int]) -> None:
     for o in options:
         launch = o.launch
         busiest = -(-launch.blocks // launch.sm_count)
+        # chapter 11's split cuts only the last wave's tiles, each into `pieces`; chapter 13's every tile
+        piece = -(-launch.k_steps // launch.pieces)
+        steps = (f"{launch.piece_steps:,}" if not launch.split_tiles else
+                 f"{piece:,} (every tile in {launch.pieces} pieces)" if launch.split_tiles == launch.tiles else
+                 f"{launch.k_steps:,}, {piece:,} in the pieces of the last {launch.split_tiles:,} tiles")
         rows.append([launch.spec.name, launch.spec.changes_label(launch.params) or "defaults",
-                     f"{launch.blocks:,}", f"{launch.slots:,}", f"{busiest} of {launch.blocks_per_sm}",
-                     f"{launch.piece_steps:,}",
+                     f"{launch.blocks:,}", f"{launch.slots:,}", f"{busiest} of {launch.blocks_per_sm}", steps,
                      f"{o.predicted_us:,.1f}", "**chosen**" if o is p.choice else f"+{o.predicted_us / p.choice.predicted_us - 1:.0%}"])
     text = (f"**{shape[0]} x {shape[1]} x {shape[2]}**, predicted by the {p.basis}.\n\nWhy this option:\n\n"
             + "\n".join(f"- {why}" for why in p.reasons())
