@@ -359,6 +359,30 @@ VERBS = {"record": _record, "setting": _setting, "rows": _rows, "sass": lambda a
 VERBS.update({"occupancy": lambda args, rec: _occupancy(args)})
 
 
+def _addresses(args: list[str]) -> float:
+    """How many registers the hot loop's loads of one opcode (exactly: LDS, LDS.128, LDG.E.128...)
+    take their addresses from, immediate offsets aside (sass.hot_lines): one where the loads add
+    offsets to one base, one per load where each has its own. addresses 04_bank_conflicts LDS LAYOUT=2"""
+    from . import sass
+    if len(args) < 2:
+        raise ClaimError("'addresses' takes KERNEL OPCODE [NAME=VALUE...]")
+    spec = registry.get(args[0])
+    build = _build(spec.name, tuple(sorted(_params(spec, args[2:]).items())))
+    bases = set()
+    for line in sass.hot_lines(build):
+        words = line.split()
+        op = words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "")
+        address = re.search(r"\[([^\]]*)\]", line)
+        if op == args[1] and address:
+            bases.add(re.sub(r"\s*[+-]\s*-?0x[0-9a-fA-F]+|\s", "", address.group(1)))
+    if not bases:
+        raise ClaimError(f"the hot loop of {spec.name} has no {args[1]} with an address")
+    return float(len(bases))
+
+
+VERBS.update({"addresses": lambda args, rec: _addresses(args)})
+
+
 def query(text: str, rec: records.Record):
     """One query's value: a number, or a string (a plan's kernel)."""
     words = text.split()

@@ -5,9 +5,9 @@
 //   * staging A and B: 32 lanes read 32 consecutive floats of one row, which the memory system
 //     merges into a few 32-byte sectors (one request) instead of 32 separate ones;
 //   * storing C: 32 lanes write 32 consecutive floats;
-//   * the shared-memory tiles go back to their natural layouts, As[m][k] and Bs[k][n], which are
-//     conflict-free for this mapping: a warp reads one As value (a broadcast) and 32
-//     consecutive Bs values per k.
+//   * the shared-memory tiles go back to their natural layouts, As[m][k] and Bs[k][n], which this
+//     mapping reads without bank conflicts: per k a warp reads OUTPUTS As values, each a broadcast,
+//     and 32 consecutive Bs values.
 // Each thread still computes OUTPUTS elements of C, now one short column: rows
 // s, s + TILE/OUTPUTS, ... of the tile, column f.
 

@@ -65,8 +65,8 @@ def rules() -> tuple[Rule, ...]:
 def cp_async_rule() -> ArchRule:
     return ArchRule("cp-async", lambda p, a: a.cp_async,
                     lambda p, a: (f"cp.async needs sm_80 or newer; {a.name} ({a.examples}) has no asynchronous copy. "
-                                  f"There, chapter 07's kernel pipelines the tiles through registers, and chapter "
-                                  f"08's is the fastest that runs"))
+                                  f"There, chapter 07's kernel pipelines the tiles through registers instead, and chapter "
+                                  f"08's, the last step before cp.async, runs as well."))
 
 
 def kernel_fields() -> dict:
