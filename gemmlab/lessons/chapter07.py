@@ -28,7 +28,7 @@ def show_prefetch_timeline(name: str, tiles: int = 3, latency: int | None = None
           f"barrier {c.barrier}, math {c.compute} (FFMAs and shared loads).\n"
           f"PREFETCH=0: {costs[False].per_tile(False)} cycles a tile (the load waits in full); "
           f"PREFETCH=1: {c.per_tile(True)} "
-          f"(the next tile's load hides behind the math). With several warps per scheduler the others issue "
+          f"({c.prefetch_pace()}). With several warps per scheduler the others issue "
           f"during a wait anyway, which is why the measured gain is smaller.")
     shown = spec.resolve({k: v for k, v in params.items() if k != "PREFETCH"})
     plots.timeline(spec, {k: v for k, v in shown.items() if k != "PREFETCH"}, panels,

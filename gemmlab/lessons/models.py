@@ -180,10 +180,19 @@ class Costs:
 
     def per_tile(self, prefetch: bool) -> int:
         """Cycles a tile takes once the timeline is in step: without prefetching the load waits in
-        full, with it the next tile's load hides behind the math."""
+        full, with it the next tile's load overlaps the math, and the longer of the two sets the pace."""
         if prefetch:
             return max(self.latency, self.compute) + self.store + self.barrier
         return self.latency + self.store + 2 * self.barrier + self.compute
+
+    def prefetch_pace(self) -> str:
+        """In words, which of the next tile's load and this tile's math sets a prefetching tile's pace,
+        and how much of the load the math hides."""
+        if self.latency > self.compute:
+            return (f"the next tile's load, {self.latency} cycles, outlasts the math, {self.compute}, and sets the pace: "
+                    f"the math covers {self.compute} of its cycles, and the warp still waits {self.latency - self.compute}")
+        return (f"the math, {self.compute} cycles, outlasts the next tile's load, {self.latency}, and sets the pace: "
+                f"the load hides behind it in full")
 
 
 def tile_costs(spec: KernelSpec, params: Params, latency: int = 600, barrier: int = 20) -> Costs:
