@@ -12,7 +12,7 @@
 //     at a time. (Copying A row-major in 16-byte pieces and reading it along k was slower: it needs
 //     four k steps of A in registers at once; docs/final-kernel-search.md.)
 //   * KUNROLL: the k loop over a tile is unrolled KUNROLL steps at a time, not always fully: a
-//     fully unrolled 16-step loop of 128 FFMAs a step is ~35 KB of code. The chapter measures
+//     fully unrolled 16-step loop of 128 FFMAs a step is ~38 KB of code. The chapter measures
 //     whether that size costs anything.
 //   * GROUP: blocks are numbered so that GROUP consecutive tile rows are walked column by column;
 //     the blocks running together share A panels and B panels in L2.

@@ -8,11 +8,11 @@
 //     without checks, from two pointers that advance one tile at a time: some hundred
 //     instructions of address and predicate arithmetic per tile fewer. Edge blocks keep 09's
 //     checked path.
-//   * SPREAD: in 09 the copies of the next tile go out right after the barrier, before the math:
-//     per thread some 60 instructions of address arithmetic and 12 copies with no FFMA among them,
-//     then the tile's first shared loads behind them, in every warp at once (all leave the barrier
-//     together). Interior blocks now issue them SPREAD at a time between the k steps, where ptxas
-//     mixes their arithmetic into the FFMAs, and step 0's shared loads follow the barrier at once.
+//   * SPREAD: without it (SPREAD=0) interior blocks issue the next tile's copies right after the
+//     barrier, before the math: per thread some 60 instructions of address arithmetic and 12 copies
+//     with no FFMA among them, then the tile's first shared loads behind them, in every warp at once
+//     (all leave the barrier together). With SPREAD they go out SPREAD at a time between the k steps,
+//     where ptxas mixes their arithmetic into the FFMAs; step 0's shared loads follow the barrier.
 //     Past the last tile the copies repeat it into a stage nobody reads: a branch around them would
 //     cut the loop body in two and keep them out of the FFMA stream.
 

@@ -16,7 +16,7 @@ SPEC = KernelSpec(
     exercise=Exercise(
         task="Spread the next tile's copies among the FFMAs: in interior blocks, issue them `SPREAD` at a time "
              "between the $k$ steps, from step 1 on (step 0's shared loads follow the barrier at once), into the "
-             "stage that tile `next` goes to, and close them into one group after the tile's last step.",
+             "stage that tile `next` goes to, and close them into one group at the tile's last step ($k$ = `BK - 1`).",
         starter="""            if (spread) {                      // the next tile's copies, SPREAD at a time, among the k steps
                 // TODO: where tile `next` goes (its stage, as in the copies before the math) and where its
                 // copies come from: tile src_t of the thread's pointers a_src (a tile is BK columns of A)
