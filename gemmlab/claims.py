@@ -39,6 +39,10 @@ gemmlab.figures) or one of:
                                             barrier and the first 128-bit shared load)
     conflicts KERNEL A|B [NAME=VALUE...]    the model of a warp's shared loads of A or B: passes over
                                             conflict-free passes (1: none; 2: a 2-way conflict)
+    reuse KERNEL [NAME=VALUE...]            FFMAs per value a thread loads from shared memory in a k
+                                            step (show_reuse's table): reuse 08 WN=64 TM=8
+    refuses KERNEL SHAPE [NAME=VALUE...]    the shape rule that refuses the problem (leading dimensions
+                                            the row lengths), a string, or 'none'
     record PATH                             any number of the record by its keys and list indices
                                             joined by dots: record chapter00.samples.hot.median_ms
     launch M N K FIELD [KERNEL] [NAME=VALUE...]  gemmlab.plan's launch of a shape on the record's GPU (the
@@ -381,6 +385,33 @@ def _addresses(args: list[str]) -> float:
 
 
 VERBS.update({"addresses": lambda args, rec: _addresses(args)})
+
+
+def _reuse(args: list[str]) -> float:
+    """FFMAs per value a thread loads from shared memory in one k step, TM*TN / (TM + TN) of its
+    thread tile (as show_reuse tables it): reuse 08 WN=64 TM=8"""
+    if len(args) < 1:
+        raise ClaimError("'reuse' takes KERNEL [NAME=VALUE...]")
+    spec = registry.get(args[0])
+    tm, tn = spec.thread_tile(spec.resolve(figures.overrides(args[1:])))
+    return tm * tn / (tm + tn)
+
+
+def _refuses(args: list[str]) -> str:
+    """The shape rule that refuses a problem (spec.check_shape), or 'none': refuses 08 100x101x100
+    (row-major, leading dimensions the row lengths) is '16-byte-rows'"""
+    from .spec import Problem, UnsupportedShape
+    if len(args) < 2:
+        raise ClaimError("'refuses' takes KERNEL SHAPE [NAME=VALUE...]")
+    spec = registry.get(args[0])
+    try:
+        spec.check_shape(spec.resolve(figures.overrides(args[2:])), Problem(*figures.shape_of(args[1])))
+    except UnsupportedShape as exc:
+        return exc.rule
+    return "none"
+
+
+VERBS.update({"reuse": lambda args, rec: _reuse(args), "refuses": lambda args, rec: _refuses(args)})
 
 
 def query(text: str, rec: records.Record):
