@@ -366,7 +366,7 @@ VERBS.update({"occupancy": lambda args, rec: _occupancy(args)})
 def _addresses(args: list[str]) -> float:
     """How many registers the hot loop's loads of one opcode (exactly: LDS, LDS.128, LDG.E.128...)
     take their addresses from, immediate offsets aside (sass.hot_lines): one where the loads add
-    offsets to one base, one per load where each has its own. addresses 04_bank_conflicts LDS LAYOUT=2"""
+    offsets to one base, one per load where each has its own. addresses 04 LDS LAYOUT=2"""
     from . import sass
     if len(args) < 2:
         raise ClaimError("'addresses' takes KERNEL OPCODE [NAME=VALUE...]")
