@@ -1,11 +1,12 @@
 """Claims as data: every sentence of the notebooks and the README that compares or judges is tied to a
-condition on the record (gemmlab.claims), the condition holds, and changing the sentence fails the check."""
+condition on the record (gemmlab.research.claims), the condition holds, and changing the sentence fails the check."""
 import re
 from pathlib import Path
 
 import pytest
 
-from gemmlab import claims, figures, records
+from gemmlab import records
+from gemmlab.research import claims, figures
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab import claims, figures, records
+from gemmlab import records
+from gemmlab.research import claims, figures
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -37,7 +38,7 @@ def test_the_prose_marks_figures():
 def test_readme_tables_are_generated_from_the_record(name, record):
     written = figures.readme_block(README.read_text(), name)
     assert written == figures.README_TABLES[name](record), \
-        "README.md is out of date: run `python -m gemmlab.figures --readme`"
+        "README.md is out of date: run `python -m gemmlab.research.figures --readme`"
 
 
 def test_regenerating_the_readme_changes_nothing_else(record):

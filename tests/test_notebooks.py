@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gemmlab import lessons, registry
-from gemmlab.notebooks import SETUP
+from gemmlab.research.notebooks import SETUP
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 
@@ -64,7 +64,7 @@ def test_saved_outputs_carry_no_progress_bar_and_no_undated_label(path):
     """Opened before anything runs, a saved output must read sensibly: a frozen progress bar does
     not, nor a "measured now" label on a machine that is not measuring."""
     import nbformat
-    from gemmlab.notebooks import strip_progress
+    from gemmlab.research.notebooks import strip_progress
     nb = nbformat.read(path, as_version=4)
     assert strip_progress(nb) == 0
     assert "measured now on" not in path.read_text()
@@ -81,7 +81,7 @@ def test_the_kernel_is_named_as_jupyterlab_names_it(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_the_first_code_cell_is_the_hosted_setup(path):
     cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
-    assert "".join(cells[0]["source"]) == SETUP.rstrip("\n"), "python -m gemmlab.notebooks setup rewrites it"
+    assert "".join(cells[0]["source"]) == SETUP.rstrip("\n"), "python -m gemmlab.research.notebooks setup rewrites it"
     assert not cells[0]["outputs"], "it prints nothing where gemmlab is installed"
     assert "".join(cells[1]["source"]) == "import gemmlab.lessons as gl"
 

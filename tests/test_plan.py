@@ -71,7 +71,7 @@ def test_the_command_line_prints_the_plan_and_refuses_with_the_rule():
 
 def test_chapter_11_shows_the_final_kernels_shape_costs():
     """Chapter 11's table of shape costs is the final kernel's (its words on the table are claim markers in the
-    notebook, checked by gemmlab.claims against plan.launch)."""
+    notebook, checked by gemmlab.research.claims against plan.launch)."""
     import json
     from pathlib import Path
     nb = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "11_last_wave.ipynb").read_text())

@@ -78,6 +78,6 @@ def test_a_streaming_kernel_is_offered_only_on_the_memory_bound_side():
 
 def test_the_record_times_every_regime_shape():
     """The regime table has a row for each of the kernel's regime shapes (what the chapter's words on it say
-    is checked by claim markers in the notebook, gemmlab.claims)."""
+    is checked by claim markers in the notebook, gemmlab.research.claims)."""
     best = fastest_at_regime_shapes(records.latest(), SPEC)
     assert sorted(best) == sorted(tuple(s) for s in SPEC.regime_shapes)

@@ -11,7 +11,7 @@ as in `registry.get`). SHAPE is `4096` (4096 x 4096 x 4096) or `MxNxK`. NAME=VAL
                                                                          result 06 4096 gflops VECTORIZE=0
     step KERNEL I FIELD                      the chapter's step I (from 0), measured at course.STEP_SIZE
     ladder KERNEL SHAPE FIELD                the ladder chapter's:       ladder 03 8192 gflops
-    rows, sass, intensity, plan, ...         gemmlab.claims's queries, where its VERBS are passed
+    rows, sass, intensity, plan, ...         gemmlab.research.claims's queries, where its VERBS are passed
     search KERNEL SHAPE FIELD NAME=VALUE...  the fastest candidate of the final kernel's search at SHAPE
                                              among those with these values: search 11 6144 ratio SPLIT=4
     final SHAPE FIELD                        the final kernel's table:   final 4096x4096x1024 ratio
@@ -34,7 +34,7 @@ In prose (notebook Markdown, README.md) a figure is marked right after the numbe
 written: `%` (the figure x 100), `+%` (how many percent the figure is above 1: a ratio of cuBLAS
 or of two figures written as "6% ahead"), `T` (GFLOP/s written as TFLOP/s), `G` (bytes written as GB), `x` or nothing (as it is).
 tests/test_figures.py checks every marked number against the record, within its rounding.
-`python -m gemmlab.figures QUERY` prints a figure; `python -m gemmlab.figures --readme` rewrites
+`python -m gemmlab.research.figures QUERY` prints a figure; `python -m gemmlab.research.figures --readme` rewrites
 README.md's generated tables from the record.
 """
 from __future__ import annotations
@@ -43,8 +43,8 @@ import numbers
 import re
 from pathlib import Path
 
-from . import course, records, registry
-from .spec import Params
+from .. import course, records, registry
+from ..spec import Params
 
 UNITS = {"%": lambda v: v * 100, "+%": lambda v: (v - 1) * 100, "T": lambda v: v / 1e3, "G": lambda v: v / 1e9,
          "x": lambda v: v}
@@ -140,7 +140,7 @@ def _lookup(words: list[str], rec: records.Record, verbs: dict) -> float:
         shape = shape_of(args[0])
         rows = [r for r in rec.section("final", "the final kernel's table") if records.shape_key(r) == shape]
         return field_of(_one(rows, f"final-table row at {records.shape_label(shape)}"), args[1], "a final-table row")
-    if verb in verbs:                         # gemmlab.claims's (rows, sass, plan, ...)
+    if verb in verbs:                         # gemmlab.research.claims's (rows, sass, plan, ...)
         value = verbs[verb](args, rec)
         if isinstance(value, str):
             raise FigureError(f"'{' '.join(words)}' is a string, not a number")
@@ -199,7 +199,7 @@ def _lookup(words: list[str], rec: records.Record, verbs: dict) -> float:
 
 def value(query: str, record: records.Record | None = None, verbs: dict | None = None) -> float:
     """The figure a query names (see the module's doc), or FigureError (a ValueError) naming the query.
-    `verbs`: more verbs, name -> function(words after the verb, record) (gemmlab.claims.VERBS)."""
+    `verbs`: more verbs, name -> function(words after the verb, record) (gemmlab.research.claims.VERBS)."""
     rec = record if record is not None else records.latest()
     try:
         parts = [_lookup(part.split(), rec, verbs or {}) for part in query.split(" / ")]
@@ -244,7 +244,7 @@ def check(text: str, record: records.Record | None = None, verbs: dict | None = 
 
 # --- README.md's generated tables --------------------------------------------------------------
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:

@@ -1,8 +1,8 @@
 """Execute the course notebooks in place (used on a GPU box, so committed outputs are real).
 
-    python -m gemmlab.notebooks execute notebooks/*.ipynb
-    python -m gemmlab.notebooks strip notebooks/*.ipynb     # drop saved progress bars only
-    python -m gemmlab.notebooks setup notebooks/*.ipynb     # (re)write the first cell: SETUP
+    python -m gemmlab.research.notebooks execute notebooks/*.ipynb
+    python -m gemmlab.research.notebooks strip notebooks/*.ipynb     # drop saved progress bars only
+    python -m gemmlab.research.notebooks setup notebooks/*.ipynb     # (re)write the first cell: SETUP
 
 Saved progress bars are dropped: opened later, a bar reads as a frozen "0%| | 0/12".
 """
