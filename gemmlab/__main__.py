@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -18,7 +20,7 @@ def _defines(pairs: list[str]) -> dict[str, int]:
     for pair in pairs or []:
         pair = pair[2:] if pair.startswith("-D") else pair
         name, sep, value = pair.partition("=")
-        if not sep or not name or not value.lstrip("-").isdigit():
+        if not sep or not name or not re.fullmatch(r"-?[0-9]+", value):   # not isdigit: it takes '²'
             raise UsageError(f"-D expects NAME=INTEGER (for example -D TILE=32), got {pair!r}")
         if name in out:
             raise UsageError(f"-D {name} is given twice ({out[name]} and {value}); give it once")
@@ -55,7 +57,12 @@ def cmd_archs(args) -> int:
         path = support.write()
         rows, note = support.table().rows, f"wrote {path}"
     elif args.define:              # not the defaults: nothing precomputed holds
-        rows = support.matrix(args.kernel or None, args.arch or None, _defines(args.define), progress=True)
+        if not args.kernel:
+            raise UsageError("-D sets a tunable of one kernel: name it (for example `archs 05 -D BM=64`)")
+        defines = _defines(args.define)
+        for kernel in args.kernel:     # a configuration no architecture may run is a mistake: IllegalConfig, exit 2
+            registry.get(kernel).resolve(defines)
+        rows = support.matrix(args.kernel, args.arch or None, defines, progress=True)
         note = f"Compiled now with NVRTC {toolchain.nvrtc_build()}."
     else:
         found = support.table(args.kernel or None, args.arch or None, progress=True)
@@ -114,6 +121,10 @@ def cmd_sass(args) -> int:
 
 
 def cmd_plan(args) -> int:
+    args.size = (args.M, args.N, args.K)
+    if args.kernel == "":
+        raise UsageError("--kernel '' names no kernel: give a kernel name or chapter number, or leave --kernel out "
+                         "for the dispatcher's plan")
     if args.kernel or args.define:               # one kernel's launch, as the final chapter shows it
         from . import plan
         if args.ld:
@@ -126,11 +137,44 @@ def cmd_plan(args) -> int:
     return 0
 
 
+def _output_file(text: str, what: str, flag: str = "--out") -> Path:
+    """The file a command will write, checked before it starts working (a fit takes minutes): UsageError naming
+    it and what to give instead, where it is empty, a folder, or in a folder that is missing or not writable."""
+    if not text.strip():
+        raise UsageError(f"{what} '' names no file: give the path of the file to write (for example {flag} model.json)")
+    path = Path(text).expanduser()
+    if path.is_dir() or text.endswith("/"):
+        raise UsageError(f"{what} {text} is a folder: give the path of a file to write in it (for example "
+                         f"{flag} {path / 'model.json'})")
+    if path.exists() and not path.is_file():
+        raise UsageError(f"{what} {text} is not a plain file: give the path of a file to write")
+    folder = path.parent
+    if not folder.exists():
+        raise UsageError(f"{what} {text}: the folder {folder} does not exist; make it first (mkdir -p {folder}) "
+                         f"or give {flag} a file elsewhere")
+    if not folder.is_dir():
+        raise UsageError(f"{what} {text}: {folder} is not a folder; give the path of a file in a folder")
+    import tempfile
+    try:                               # what the write will do: a temporary file beside it, renamed over it
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UsageError(f"{what} {text}: cannot write in the folder {folder} ({exc.strerror or exc}); "
+                         f"give {flag} a file elsewhere") from None
+    return path
+
+
 def cmd_fit(args) -> int:
     """Fit gemmlab.matmul's model to the newest record and freeze it into gemmlab/fitted/."""
-    from . import dispatch, records
-    fitted = dispatch.fit(records.latest())
-    path = dispatch.write(fitted, args.out)
+    from . import compile as compiler, dispatch, records
+    record = records.latest()
+    # where it writes, and the compile cache it fills, checked before minutes of work
+    out = (_output_file(args.out, "--out") if args.out is not None else
+           _output_file(str(dispatch.fitted_path(record.device["name"])), "the fitted model's file"))
+    compiler.cache_dir()
+    fitted = dispatch.fit(record)
+    path = dispatch.write(fitted, out)
     f = fitted["fit"]
     print(f"fitted {len(fitted['candidates'])} configurations to {f['rows']} timings of {fitted['device']['name']} "
           f"({fitted['record']['date']}): median error {f['median_error']:.1%}, worst {f['worst_error']:.1%}; "
@@ -214,10 +258,12 @@ def _tune_plan(args) -> tuple[tuple, dict]:
     only = {}
     for pair in args.only or []:
         name, _, values = pair.partition("=")
-        try:
-            only[name] = {int(v) for v in values.split(",")}
-        except ValueError:
-            raise UsageError(f"--only expects NAME=V1,V2,... with whole numbers, got {pair!r}") from None
+        if not name or not all(re.fullmatch(r"-?[0-9]+", v) for v in values.split(",")):
+            raise UsageError(f"--only expects NAME=V1,V2,... with whole numbers (for example --only TILE=16,32), "
+                             f"got {pair!r}")
+        if name in only:
+            raise UsageError(f"--only {name} is given twice; give its values once: --only {name}=V1,V2")
+        only[name] = {int(v) for v in values.split(",")}
     if args.sliders:                           # the values the chapter's sliders offer, unless --only says
         only = {p.name: set(p.offered) for p in registry.get(args.kernel).params} | only
     count = len(tune.candidates(args.kernel, only))
@@ -256,6 +302,20 @@ def cmd_check(args) -> int:
     from . import exercises, plan_exercise
     python = plan_exercise.is_it(args.kernel)           # chapter 14's exercise is Python
     try:
+        if not python:
+            exercises.spec_of(args.kernel)               # an unknown chapter is said first
+        if args.file is not None and not args.gpu_part:  # the file named is checked before anything runs
+            if args.start or args.fresh or args.starter or args.solution:
+                raise UsageError("--file names your file to check: leave out --start, --fresh, --starter and "
+                                 "--solution with it")
+            why = exercises.unreadable(Path(args.file)) if args.file else "--file '' names no file"
+            if why:
+                raise UsageError(f"{why}: give --file the path of your copy of the exercise (`python -m gemmlab "
+                                 f"check {args.kernel} --start` makes one and prints its path)")
+        elif not (args.solution or args.gpu_part):       # the workspace, said to be unusable where it is
+            place = exercises.workspace()
+            if place.exists() and not place.is_dir():
+                exercises.usable_workspace()             # UnusableDirectory: which folder, what to set
         if args.start or args.fresh:
             spec = plan_exercise.SPEC if python else exercises.spec_of(args.kernel)
             kept = exercises.attempts(spec)
@@ -315,7 +375,10 @@ def main(argv: list[str] | None = None) -> int:
         p.set_defaults(fn=fn)
     p = sub.add_parser("plan", help="which kernel, configuration, grid and split gemmlab.matmul runs for a shape, "
                                     "and why; or, with --kernel, one kernel's launch in numbers (no GPU needed)")
-    p.add_argument("size", nargs=3, type=_positive, metavar=("M", "N", "K"))
+    # three positionals, not one of nargs=3: argparse cannot print a tuple metavar for a positional (help and
+    # its "required" error both failed on it)
+    for dim, rows in (("M", "rows of A and C"), ("N", "columns of B and C"), ("K", "columns of A, rows of B")):
+        p.add_argument(dim, type=_positive, help=rows)
     p.add_argument("--ld", nargs=3, type=_positive, metavar=("LDA", "LDB", "LDC"),
                    help="row strides of A, B and C in floats (default: the rows are packed)")
     p.add_argument("--kernel", help="one kernel's launch instead: a kernel name or chapter number")
@@ -324,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(fn=cmd_plan)
     p = sub.add_parser("fit", help="fit gemmlab.matmul's model to the newest record, freeze it into gemmlab/fitted/ "
                                    "(no GPU needed)")
-    p.add_argument("--out", type=Path, help="where to write it (default: gemmlab/fitted/<GPU>.json)")
+    p.add_argument("--out", help="where to write it (default: gemmlab/fitted/<GPU>.json)")
     p.set_defaults(fn=cmd_fit)
     p = sub.add_parser("bench", help="validate and time kernels against cuBLAS (GPU); 'matmul' times gemmlab.matmul")
     p.add_argument("kernel", nargs="+")
@@ -384,6 +447,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "tune":
             args.plan = _tune_plan(args)       # refused before asking for a GPU
+        if args.command in ON_GPU:             # a mistake in the kernels or -D said first, GPU or not
+            defines = _defines(getattr(args, "define", None))
+            named = args.kernel if isinstance(args.kernel, list) else [args.kernel]
+            for name in named:
+                if name not in ("matmul", "cublas"):   # bench's library call, run's baseline
+                    registry.get(name).resolve(defines)
         if args.command in ON_GPU and not device.available():
             print(f"{args.command} needs a GPU: {device.why_unavailable()}", file=sys.stderr)
             return 2
@@ -393,6 +462,9 @@ def main(argv: list[str] | None = None) -> int:
         # a mistake in the input, not in gemmlab: its message, and how to fix it, without a traceback
         print(str(exc).splitlines()[0] if not isinstance(exc, CompileError) else exc, file=sys.stderr)
         return 2
+    except KeyboardInterrupt:          # Ctrl-C: one line, no traceback (compile workers are stopped where raised)
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

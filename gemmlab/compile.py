@@ -8,10 +8,13 @@ source's bytes, the headers it includes from the kernels folder (kernels/ptx.cuh
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import json
 import os
 import re
+import struct
 import sys
 import threading
 from dataclasses import asdict, dataclass, field
@@ -174,18 +177,35 @@ _reported: set[Path] = set()
 
 
 def _read_entry(cubin_path: Path, log_path: Path, res_path: Path) -> tuple[str, Resources] | None:
-    """A complete, readable cache entry, or None (a damaged one is reported once, then rebuilt)."""
-    if not all(p.exists() for p in (cubin_path, log_path, res_path)):
+    """A complete, sound cache entry, or None. A damaged one (a file missing, empty, cut short, not UTF-8 or
+    of the wrong types; a cubin whose ELF sections do not parse, or whose resources are not the entry's) is
+    reported once, deleted and then rebuilt by the caller."""
+    if not res_path.exists():          # the resources are written last: no entry yet (or one being written)
         return None
     try:
-        if cubin_path.read_bytes()[:4] != b"\x7fELF":
-            raise ValueError("the cubin is not an ELF file")
-        return log_path.read_text(), Resources(**json.loads(res_path.read_text()))
-    except (OSError, ValueError, TypeError) as exc:        # JSON, UTF-8 and missing fields included
+        if not cubin_path.exists() or not log_path.exists():
+            raise ValueError(f"its {'cubin' if not cubin_path.exists() else 'log'} is missing")
+        image = cubin_path.read_bytes()
+        counts = json.loads(res_path.read_text())
+        names = [f.name for f in dataclasses.fields(Resources)]
+        if not isinstance(counts, dict) or sorted(counts) != sorted(names):
+            raise ValueError(f"its resources are not the counts {', '.join(names)}")
+        wrong = [k for k in names if isinstance(counts[k], bool) or not isinstance(counts[k], int) or counts[k] < 0]
+        if wrong:
+            raise ValueError(f"{', '.join(wrong)} not whole numbers")
+        resources = Resources(**counts)
+        in_cubin = cubin.resources(image)      # its ELF sections parsed: ValueError where they are damaged
+        if any(in_cubin[k] != getattr(resources, k) for k in in_cubin):
+            raise ValueError("the cubin's registers, shared memory or stack are not the entry's")
+        return log_path.read_text(), resources
+    except (OSError, ValueError, TypeError, struct.error) as exc:     # JSON and UTF-8 included
         if cubin_path not in _reported:
             _reported.add(cubin_path)
             print(f"gemmlab: damaged compile-cache entry {cubin_path.with_suffix('')} ({exc}); rebuilding it",
                   file=sys.stderr)
+        for path in (res_path, log_path, cubin_path):   # the marker of a whole entry first
+            with contextlib.suppress(OSError):
+                path.unlink()
         return None
 
 
@@ -288,10 +308,54 @@ def precompile(jobs: list[tuple[str, dict | None, str]], progress: bool = False)
         for job in unique:
             _warm(job)
         return
+    cache_dir()           # an unusable cache (files.UnusableDirectory) said here, before any worker starts
     import multiprocessing
+    import signal
     from concurrent.futures import ProcessPoolExecutor
 
     from tqdm.auto import tqdm
     # spawn, not fork: the parent may hold CUDA state or threads (a notebook's kernel)
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        list(tqdm(pool.map(_warm, unique), total=len(unique), desc="compile", disable=not progress))
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_sigint)
+    # Ctrl-C is the parent's to answer: the workers are started with SIGINT ignored (a terminal sends it to
+    # them too, and each would print a traceback), and the parent stops them below
+    # (signal handlers are the main thread's to set; None: a handler not set from Python, left alone)
+    before = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
+    try:
+        if before is not None:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            done = pool.map(_warm, unique)         # submits every job: every worker is started here
+        finally:
+            if before is not None:
+                signal.signal(signal.SIGINT, before)
+        list(tqdm(done, total=len(unique), desc="compile", disable=not progress))
+    except BaseException:                          # interrupted (or failed): no worker is left compiling
+        _stop(pool)
+        raise
+    pool.shutdown()
+
+
+def _ignore_sigint() -> None:
+    """A compile worker's start: Ctrl-C ignored, and a process group of its own, so that _stop ends the
+    tools it runs (nvdisasm) with it."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(os, "setpgid"):
+        with contextlib.suppress(OSError):
+            os.setpgid(0, 0)
+
+
+def _stop(pool) -> None:
+    """Stop a ProcessPoolExecutor's workers now, their jobs unfinished (shutdown would wait for them)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())   # no public way before Python 3.14
+    pool.shutdown(wait=False, cancel_futures=True)
+    import signal
+    for process in processes:
+        with contextlib.suppress(Exception):
+            if hasattr(os, "killpg") and process.pid and os.getpgid(process.pid) == process.pid:
+                os.killpg(process.pid, signal.SIGTERM)     # the worker and any tool it is running
+            else:
+                process.terminate()
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.join(5)

@@ -12,20 +12,34 @@ import struct
 EIATTR_REGCOUNT = 0x2F
 EIATTR_FRAME_SIZE = 0x11
 RESERVED_SMEM = 1024  # sm_90 keeps 1 KiB of every block's shared memory for the system
+SHT_NOBITS = 8        # a section that takes no bytes of the file (shared memory's): its size is not in it
 
 
 def sections(elf: bytes) -> dict[str, tuple[int, int, int]]:
     """name -> (offset, size, info) for every section of a 64-bit little-endian ELF."""
-    if elf[:4] != b"\x7fELF" or elf[4] != 2:
+    if len(elf) < 0x40 or elf[:4] != b"\x7fELF" or elf[4] != 2:
         raise ValueError("not a 64-bit ELF cubin")
     shoff, = struct.unpack_from("<Q", elf, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
+    # every header, and every section's bytes, inside the file: a cubin cut short or overwritten is refused
+    # here (ValueError), not misread
+    if shentsize < 0x40 or not shnum or shstrndx >= shnum or shoff + shnum * shentsize > len(elf):
+        raise ValueError("the cubin's section headers lie past its end (damaged or cut short)")
     headers = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)]
-    strtab = headers[shstrndx][4]
+    for h in headers:
+        if h[1] != SHT_NOBITS and h[4] + h[5] > len(elf):
+            raise ValueError("a section of the cubin lies past its end (damaged or cut short)")
+    strtab, strsize = headers[shstrndx][4], headers[shstrndx][5]
     out = {}
     for h in headers:
         start = strtab + h[0]
-        name = elf[start:elf.index(b"\0", start)].decode()
+        end = elf.find(b"\0", start, strtab + strsize)
+        if h[0] >= strsize or end < 0:
+            raise ValueError("a section name of the cubin lies outside its string table (damaged)")
+        try:
+            name = elf[start:end].decode()
+        except UnicodeDecodeError:
+            raise ValueError("a section name of the cubin is not text (damaged)") from None
         out[name] = (h[4], h[5], h[7])
     return out
 
@@ -33,10 +47,14 @@ def sections(elf: bytes) -> dict[str, tuple[int, int, int]]:
 def _attributes(elf: bytes, offset: int, size: int):
     """The (attribute, payload) records of a .nv.info section (format, attr, then a value)."""
     i, end = offset, offset + size
-    while i < end:
+    if end > len(elf):
+        raise ValueError("the cubin's .nv.info section lies past its end (damaged)")
+    while i + 1 < end:
         fmt, attr = elf[i], elf[i + 1]
         i += 2
         if fmt == 0x04:      # EIFMT_SVAL: u16 size, then payload
+            if i + 2 > end:
+                raise ValueError("the cubin's .nv.info section ends inside an attribute (damaged)")
             n, = struct.unpack_from("<H", elf, i)
             yield attr, elf[i + 2:i + 2 + n]
             i += 2 + n

@@ -56,7 +56,7 @@ from . import files, identity, records, registry, source
 from .compile import Resources, compile_kernel, occupancy, precompile
 from .plan import Launch, launch_with
 from .plan import ridge as ridge_of
-from .spec import IllegalConfig, KernelSpec, Params, Problem, UnsupportedShape, split_time
+from .spec import INT_MAX, IllegalConfig, KernelSpec, Params, Problem, UnsupportedShape, split_time
 
 FITTED_DIR = Path(__file__).resolve().parent / "fitted"
 # The launch overheads the fit tries (microseconds): one for every configuration, the one that
@@ -403,20 +403,55 @@ class Model:
         return f"fitted to the record of {self.device['name']} ({self.date})"
 
 
+def _candidate(path: Path, i: int, c) -> Candidate:
+    """Candidate number `i` of the fitted model in `path`, checked: NotFitted naming it where its kernel, a
+    tunable or a figure is not one this gemmlab can use (a damaged or hand-edited file), not an error later."""
+    def refuse(why: str) -> NotFitted:
+        label = f"{c.get('kernel')} {json.dumps(c.get('params'))}" if isinstance(c, dict) else repr(c)
+        return NotFitted(f"the fitted model {path}: candidate {i} ({label}) {why}; restore the file, or remake it "
+                         f"from the record with `python -m gemmlab fit`")
+    if not isinstance(c, dict):
+        raise refuse("is not a JSON object")
+    spec = registry.KERNELS.get(c.get("kernel"))
+    if spec is None:
+        raise refuse("names no kernel gemmlab has")
+    params = c.get("params")
+    if not isinstance(params, dict):
+        raise refuse("has no tunables (params)")
+    try:
+        full = spec.resolve(params)
+    except IllegalConfig as exc:
+        raise refuse(f"is not a configuration of {spec.name}: {str(exc).split(': ', 1)[-1]}") from None
+    if full != params:
+        raise refuse(f"leaves out {', '.join(sorted(set(full) - set(params)))}")
+
+    def number(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf
+    for name in ("registers", "static_smem"):
+        if not (isinstance(c.get(name), int) and not isinstance(c.get(name), bool) and c[name] >= 0):
+            raise refuse(f"has {name}={c.get(name)!r}, not a whole number")
+    for name in ("per_tile_us", "per_step_us"):
+        if not number(c.get(name)):
+            raise refuse(f"has {name}={c.get(name)!r}, not a number of at least 0")
+    for name in ("alone", "best_tflops", "chain_us"):
+        if c.get(name) is not None and not number(c[name]):
+            raise refuse(f"has {name}={c[name]!r}, not a number of at least 0")
+    return Candidate(spec, params, c["registers"], c["static_smem"], c["per_tile_us"], c["per_step_us"],
+                     c.get("alone"), c.get("best_tflops"), c.get("chain_us"))
+
+
 def load(path: Path) -> Model:
     try:
         data = json.loads(path.read_text())
         changed = sorted(k for k, h in data["sources"].items()
                          if k not in registry.KERNELS or identity.code_hash(registry.KERNELS[k].path) != h)
-        cands = tuple(Candidate(registry.KERNELS[c["kernel"]], c["params"], c["registers"], c["static_smem"],
-                                c["per_tile_us"], c["per_step_us"], c.get("alone"), c.get("best_tflops"),
-                                c.get("chain_us"))
-                      for c in data["candidates"] if c["kernel"] not in changed)
+        cands = tuple(_candidate(path, i, c) for i, c in enumerate(data["candidates"])
+                      if not (isinstance(c, dict) and c.get("kernel") in changed))
         return Model(path, data["device"], data["record"]["date"], float(data["launch_us"]), float(data["alone"]),
                      float(data["chain_us"]), float(data["ragged"]), cands, tuple(changed),
                      {k: float(v) for k, v in data.get("ragged_by_kernel", {}).items()},
                      {k: float(v) for k, v in data.get("chain_by_kernel", {}).items()})
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise NotFitted(f"the fitted model {path} cannot be read ({exc}); restore it, or remake it from the "
                         f"record with `python -m gemmlab fit`") from None
 
@@ -640,7 +675,7 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> t
     return found, [why for name, why in refused.items() if name not in runnable]
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096, typed=True)   # typed: plan(True, 2, 3) is refused, not plan(1, 2, 3)'s answer
 def plan(M: int, N: int, K: int, lda: int = 0, ldb: int = 0, ldc: int = 0, aligned: bool = True) -> Plan:
     """The kernel, configuration, grid and split gemmlab.matmul runs for C[M,N] = A[M,K] @ B[K,N]
     (row-major, rows lda, ldb, ldc floats apart; 0: packed) on this GPU (with none, the record's),
@@ -693,7 +728,8 @@ def _reshaped(p: Problem, dev: dict, gpu: str, aligned: bool, m: Model) -> list[
     rows = p.M % PEEL_TILE if p.M > PEEL_TILE and p.M % PEEL_TILE <= PEEL_MAX else 0
     cols = p.N % PEEL_TILE if p.N > PEEL_TILE and p.N % PEEL_TILE <= PEEL_MAX else 0
     found = []
-    for ldb in ((0, -(-p.N // 4) * 4) if p.ldb % 4 else (0,)):
+    # (B's rows padded to a 16-byte multiple only where that stride is still a 32-bit size)
+    for ldb in ((0, -(-p.N // 4) * 4) if p.ldb % 4 and -(-p.N // 4) * 4 <= INT_MAX else (0,)):
         q = dataclasses.replace(p, ldb=ldb or p.ldb)
         stage_us = _dram_us(m, dev, 2 * 4 * p.K * p.N) if ldb else 0.0      # B read once and written once
         for r, c in dict.fromkeys(((0, 0), (rows, cols))):     # as it is, and peeled where it can be

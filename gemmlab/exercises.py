@@ -398,10 +398,37 @@ def start_verdict(spec, file: str | Path | None, which: str) -> Verdict:
     else:
         path = Path(file) if file else learner_file(spec)
     verdict = Verdict(spec.name, str(path))
+    why = unreadable(path)
     if not path.exists():
         verdict.add(False, f"no file at {shown_path(path)}: gl.exercise(\"{spec.name[:2]}\") (or `python -m gemmlab check "
                            f"{spec.name[:2]} --start`) makes your copy of the starter")
+    elif why:
+        verdict.add(False, f"{why}: check your copy of the starter, a text file (gl.exercise(\"{spec.name[:2]}\") "
+                           f"makes it)")
     return verdict
+
+
+def unreadable(path: Path) -> str:
+    """Why `path` cannot be checked as a learner's source ('' where it can): missing, a folder or another
+    thing that is not a plain file, not readable, or not text (a binary file)."""
+    shown = shown_path(path)
+    if not path.exists():
+        return f"no file at {shown}"
+    if path.is_dir():
+        return f"{shown} is a folder, not a file"
+    if not path.is_file():
+        return f"{shown} is not a plain file"
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return f"{shown} cannot be read ({exc.strerror or exc})"
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return f"{shown} is not a text file (it is not UTF-8)"
+    if b"\0" in data:
+        return f"{shown} is not a text file (it holds NUL bytes)"
+    return ""
 
 
 # --- correctness on the CPU (gemmlab/cpu) --------------------------------------------------------

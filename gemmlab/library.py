@@ -47,12 +47,37 @@ def layout(shape: tuple[int, int], strides: tuple[int, int], itemsize: int = 4) 
     return None
 
 
+def _described(x) -> str:
+    """What a caller passed, as a message names it: its type with its module, and its dtype and shape where
+    it has them ('numpy.ndarray (float64, 2 x 3)', 'list')."""
+    kind = type(x)
+    module = kind.__module__.split(".")[0]
+    name = kind.__name__ if module == "builtins" else f"{module}.{kind.__name__}"
+    shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
+    extra = [str(dtype)] if dtype is not None else []
+    if isinstance(shape, tuple):
+        sizes = " x ".join(map(str, shape))
+        extra.append(sizes if len(shape) == 2 else f"{len(shape)}-D, {sizes}")
+    return f"{name} ({', '.join(extra)})" if extra else name
+
+
+def _no_gpu(why: str, **given) -> RuntimeError:
+    """Why gemmlab.matmul cannot run here, naming what it was given and how to give what it takes."""
+    named = ", ".join(f"{n}: {_described(x)}" for n, x in given.items() if x is not None)
+    return RuntimeError(f"gemmlab.matmul multiplies CuPy float32 matrices (2-D) on an NVIDIA GPU (given {named}), "
+                        f"and this machine has none: {why.split(';')[0]}. On a GPU, make them with "
+                        f"cupy.asarray(a, dtype=cupy.float32); without one, gemmlab.matmul.plan(M, N, K) says what "
+                        f"it would run")
+
+
 def _check(name: str, array, cp) -> None:
+    fix = f"make it one with cupy.asarray({name}, dtype=cupy.float32)"
     if not isinstance(array, cp.ndarray):
-        raise TypeError(f"gemmlab.matmul: {name} must be a cupy.ndarray on the GPU, got {type(array).__name__}; "
-                        f"move it there with cupy.asarray")
+        raise TypeError(f"gemmlab.matmul: {name} must be a cupy.ndarray of float32 on the GPU, got "
+                        f"{_described(array)}; {fix}")
     if array.ndim != 2:
-        raise ValueError(f"gemmlab.matmul: {name} must be a matrix (2-D), got {array.ndim}-D of shape {array.shape}")
+        raise ValueError(f"gemmlab.matmul: {name} must be a matrix (2-D), got {array.ndim}-D of shape {array.shape}"
+                         f"; multiply each matrix of a batch in its own call")
     if array.dtype != cp.float32:
         raise TypeError(f"gemmlab.matmul: {name} is {array.dtype}; this is SGEMM: pass float32 "
                         f"({name}.astype(cupy.float32))")
@@ -86,7 +111,10 @@ def _kernel(plan: dispatch.Plan) -> bench.Kernel:
 def matmul(A, B, out=None, alpha: float = 1.0, beta: float = 0.0):
     """C = alpha * A @ B + beta * C, with C = `out` (or a new matrix, where beta must be 0), in FP32
     on the GPU through the course's kernels: the one dispatch.plan picks for this shape. Returns C."""
-    cp = device.cupy()
+    try:
+        cp = device.cupy()
+    except RuntimeError as exc:        # no GPU: say so, with what it was given and what it takes
+        raise _no_gpu(str(exc), A=A, B=B, out=out) from None
     _check("A", A, cp)
     _check("B", B, cp)
     (M, K), (K2, N) = A.shape, B.shape

@@ -202,7 +202,51 @@ def _parse(path: Path) -> dict | str:
     missing = [k for k, kind in REQUIRED.items() if not isinstance(data.get(k), kind)]
     if missing or "name" not in data["device"]:
         return f"missing or malformed: {', '.join(missing) or 'device.name'}"
-    return data
+    return _device_problem(data["device"]) or data
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _positive(value) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+            and 0 < value < float("inf"))
+
+
+# The device facts readers compute with (plans, ceilings, occupancy), and what each must be.
+DEVICE_FIELDS = {"name": (lambda v: isinstance(v, str) and bool(v.strip()), "the GPU's name"),
+                 "sm_count": (_whole, "a whole number of SMs, at least 1"),
+                 "fp32_lanes_per_sm": (_whole, "a whole number, at least 1"),
+                 "l2_bytes": (_whole, "a whole number of bytes, at least 1"),
+                 "clock_mhz": (_positive, "a number above 0 (MHz)"),
+                 "peak_fp32_tflops": (_positive, "a number above 0 (TFLOP/s)"),
+                 "dram_gbs": (_positive, "a number above 0 (GB/s)")}
+
+
+def _device_problem(dev: dict) -> str:
+    """Which device field of a record cannot be used, and why ('' where every one can)."""
+    from . import arch
+    for name, (ok, want) in DEVICE_FIELDS.items():
+        if name not in dev:
+            return f"device.{name} is missing"
+        if not ok(dev[name]):
+            return f"device.{name} must be {want}, got {dev[name]!r}"
+    if "measured_copy_gbs" in dev and not _positive(dev["measured_copy_gbs"]):
+        return f"device.measured_copy_gbs must be a number above 0 (GB/s), got {dev['measured_copy_gbs']!r}"
+    cc = dev.get("compute_capability")
+    if not (isinstance(cc, list) and len(cc) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
+                                                           for x in cc)):
+        return f"device.compute_capability must be [major, minor] (for example [9, 0]), got {cc!r}"
+    if not isinstance(dev.get("arch"), str):
+        return f"device.arch must be an architecture's name (for example 'sm_90'), got {dev.get('arch')!r}"
+    try:
+        arch.get(dev["arch"])
+    except arch.UnknownArch as exc:
+        return f"device.arch: {exc}"
+    if dev["arch"] != f"sm_{cc[0]}{cc[1]}":
+        return f"device.arch {dev['arch']!r} is not the compute capability's ({cc[0]}.{cc[1]})"
+    return ""
 
 
 def damaged() -> dict[Path, str]:
@@ -233,7 +277,9 @@ def latest() -> Record:
     if not records:
         bad = damaged()
         raise NotRecorded("no usable record in gemmlab/data/" + (
-            ": " + "; ".join(f"{p.name} is damaged ({why})" for p, why in bad.items()) if bad else
+            ": " + "; ".join(f"{p} is damaged ({why})" for p, why in bad.items()) +
+            "; restore it (git checkout, in a clone of the course) or measure anew with `python -m gemmlab record` "
+            "on a GPU" if bad else
             ": no recorded GPU results are shipped there"))
     return max(records, key=lambda r: r.data["date"])
 

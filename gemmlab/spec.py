@@ -100,8 +100,13 @@ class Problem:
     beta: float = 0.0
 
     def __post_init__(self):
+        for name in ("M", "N", "K", "lda", "ldb", "ldc"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise BadProblem(f"{name} must be a whole number (an int), got {value!r}")
+            object.__setattr__(self, name, int(value))      # numpy's integers as Python's
         for name in ("M", "N", "K"):
-            if int(getattr(self, name)) < 1:
+            if getattr(self, name) < 1:
                 raise BadProblem(f"{name} must be >= 1, got {getattr(self, name)}")
         object.__setattr__(self, "lda", self.lda or self.K)
         object.__setattr__(self, "ldb", self.ldb or self.N)

@@ -1,8 +1,14 @@
 """The command line, as a reader types it."""
+import contextlib
+import io
+import re
 import subprocess
 import sys
 
+import pytest
+
 from gemmlab import device
+from gemmlab.__main__ import main
 
 
 def run(*args):
@@ -54,3 +60,32 @@ def test_tune_searches_and_remembers_or_says_why_not(tmp_path):
         assert "best of 12 for 03_coalescing at 256x256x256" in out.stdout and (tmp_path / "tuned.json").exists()
     else:
         assert out.returncode == 2 and "tune needs a GPU" in out.stderr
+
+
+def _subcommands() -> list[str]:
+    """Every subcommand, as `python -m gemmlab --help` lists them ({info,archs,...})."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        main(["--help"])
+    return re.search(r"\{([a-z,-]+)\}", out.getvalue()).group(1).split(",")
+
+
+def test_every_subcommand_prints_its_help(capsys):
+    names = _subcommands()
+    assert {"info", "plan", "fit", "check", "archs"} <= set(names)
+    for name in names:
+        with pytest.raises(SystemExit) as done:
+            main([name, "--help"])
+        out = capsys.readouterr()
+        assert done.value.code == 0, (name, out.err)
+        assert out.out.startswith(f"usage: python -m gemmlab {name}"), name
+
+
+def test_plan_says_which_sizes_are_missing_or_not_whole():
+    """plan's sizes were one positional of nargs=3 with a tuple metavar: argparse failed on it (issue 32)."""
+    for argv, said in ((["plan"], "required: M, N, K"), (["plan", "1", "2"], "required: K"),
+                       (["plan", "1.5", "2", "3"], "argument M: '1.5' is not a whole number"),
+                       (["plan", "1", "0", "3"], "argument N: 0 must be at least 1")):
+        out = run(*argv)
+        assert out.returncode == 2 and said in out.stderr, (argv, out.stderr)
+        assert "Traceback" not in out.stderr and "M N K" in out.stderr
