@@ -126,12 +126,12 @@ def cmd_plan(args) -> int:
         raise UsageError("--kernel '' names no kernel: give a kernel name or chapter number, or leave --kernel out "
                          "for the dispatcher's plan")
     if args.kernel or args.define:               # one kernel's launch, as the final chapter shows it
-        from . import plan
+        from . import launch
         if args.ld:
             raise UsageError("--ld goes with the dispatcher's plan (no --kernel): a kernel's launch is for packed rows")
-        print(plan.launch(*args.size, kernel=args.kernel, params=_defines(args.define)))
+        print(launch.launch(*args.size, kernel=args.kernel, params=_defines(args.define)))
         return 0
-    from . import dispatch
+    from .library import dispatch
     _problem(args.size, args.ld)                 # sizes and strides checked as a user's mistake first
     print(dispatch.plan(*args.size, *(args.ld or ())))
     return 0
@@ -167,14 +167,20 @@ def _output_file(text: str, what: str, flag: str = "--out") -> Path:
 
 def cmd_fit(args) -> int:
     """Fit gemmlab.matmul's model to the newest record and freeze it into gemmlab/fitted/."""
-    from . import compile as compiler, dispatch, records
+    from . import compile as compiler, records
+    from .library import dispatch
+    try:
+        from .research import fit
+    except ImportError:                     # a wheel: the research part stays in the repository
+        print("fit is a research command: run it from a checkout of the course's repository", file=sys.stderr)
+        return 2
     record = records.latest()
     # where it writes, and the compile cache it fills, checked before minutes of work
     out = (_output_file(args.out, "--out") if args.out is not None else
            _output_file(str(dispatch.fitted_path(record.device["name"])), "the fitted model's file"))
     compiler.cache_dir()
-    fitted = dispatch.fit(record)
-    path = dispatch.write(fitted, out)
+    fitted = fit.fit(record)
+    path = fit.write(fitted, out)
     f = fitted["fit"]
     print(f"fitted {len(fitted['candidates'])} configurations to {f['rows']} timings of {fitted['device']['name']} "
           f"({fitted['record']['date']}): median error {f['median_error']:.1%}, worst {f['worst_error']:.1%}; "
@@ -299,7 +305,8 @@ def cmd_tune(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from . import exercises, plan_exercise
+    from . import exercises
+    from .library import exercise as plan_exercise
     python = plan_exercise.is_it(args.kernel)           # chapter 14's exercise is Python
     try:
         if not python:
@@ -340,7 +347,11 @@ def cmd_check(args) -> int:
 
 
 def cmd_record(args) -> int:
-    from . import recorder
+    try:
+        from .research import measure_all as recorder
+    except ImportError:                     # a wheel: the research part stays in the repository
+        print("record is a research command: run it from a checkout of the course's repository", file=sys.stderr)
+        return 2
     path = recorder.record(args.kernel or None, ladder=args.ladder, final=args.final, profiles=args.profiles,
                            memory=args.memory, matmul=args.matmul, matmul_training=args.matmul_training,
                            matmul_refresh=args.matmul_refresh)
@@ -441,7 +452,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--matmul", action="store_true", help="gemmlab.matmul against cuBLAS over issue 17's shape suite")
     p.set_defaults(fn=cmd_record)
     args = parser.parse_args(argv)
-    from . import bench, dispatch, records
+    from . import bench, records
+    from .library import dispatch
     from .compile import CompileError
     from .files import UnusableDirectory
     try:

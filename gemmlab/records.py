@@ -1,4 +1,4 @@
-"""Recorded GPU results, read for readers with no GPU (recorder.py writes them).
+"""Recorded GPU results, read for readers with no GPU (research/measure_all.py writes them).
 
 Each file under gemmlab/data/ is one device's record: the device, versions and date, and the
 source identity of every kernel measured (identity.code_hash: comments do not count). Results

@@ -238,7 +238,7 @@ class KernelSpec:
     # (e.g. cp.async); checked by check_arch with that one.
     arch_rules: tuple[ArchRule, ...] = ()
     # How many tiles of a problem take the kernel's fast copy path (a model of its code, for
-    # plan.py's findings); None: not modelled.
+    # launch.py's findings); None: not modelled.
     fast_tiles: Callable[[Params, Problem], int] | None = None
 
     @property

@@ -7,9 +7,9 @@ import threading
 
 import ipywidgets as w
 
-from . import bench, course, dispatch, plots, records, registry, source
+from . import bench, course, plots, records, registry, source
 from .compile import CompileError, compile_kernel
-from .spec import BadProblem, IllegalConfig
+from .spec import IllegalConfig
 
 
 class Panel(w.VBox):
@@ -94,24 +94,3 @@ def explorer(name: str, arch: str | None = None):
     controls = w.HBox(list(sliders.values()) + [size], layout=w.Layout(flex_flow="row wrap"))
     return Panel([w.HTML(f"<b>{spec.title}</b>: {spec.technique}"), controls, report, result, chart],
                  explorer_summary(name))
-
-
-def plan_explorer(M: int = 3000, N: int = 3000, K: int = 3000):
-    """Three boxes for M, N and K, and gemmlab.matmul's plan for that shape, with its reasons."""
-    boxes = {name: w.BoundedIntText(value=value, min=1, max=2**31 - 1, description=name, layout=w.Layout(width="14em"))
-             for name, value in (("M", M), ("N", N), ("K", K))}
-    out = w.Output()
-
-    def update(_=None):
-        out.clear_output(wait=True)
-        with out:
-            try:
-                print(dispatch.plan(*(b.value for b in boxes.values())))
-            except (BadProblem, dispatch.NotFitted) as exc:
-                print(f"no plan: {exc}")
-
-    for box in boxes.values():
-        box.observe(update, names="value")
-    update()
-    return Panel([w.HBox(list(boxes.values())), out],
-                 "[gemmlab.matmul's plan for the shape typed in M, N and K; run this cell to type one]")

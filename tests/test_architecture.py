@@ -12,25 +12,37 @@ from gemmlab import lessons, registry
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "gemmlab"
 
-# Top to bottom: a module may import only modules on lower lines (or on its own line, within a package).
+# The three parts (docs/architecture.md): the course (what notebooks import: the kernel contract and
+# specs, build, measure, results, lessons, plots, widgets, exercises), the library (gemmlab.matmul:
+# gemmlab/library/) and research (fitting, training, the recorder, the prose checkers, the notebook
+# runner: gemmlab/research/). Dependencies point one way: the library uses the course, research uses
+# both; the course imports neither, the library not research. The command line (__main__) and the
+# package's root (gemmlab.matmul, on first use) join them.
+ENTRY = {"__main__", "__init__"}
+
+
+def part(module: str) -> str:
+    top = module.split(".")[0]
+    return "entry" if module in ENTRY else top if top in ("library", "research") else "course"
+
+
+# Within the course, top to bottom: a module may import only modules on lower lines (or on its own
+# line, within a package).
 LAYERS = [
     ["__main__"],
-    ["claims"],
-    ["lessons"],
-    ["recorder"],
-    ["widgets", "plan_exercise"],
+    ["research"],
     ["library"],
-    ["dispatch"],
-    ["campaigns", "plan"],
+    ["lessons"],
+    ["widgets"],
+    ["campaigns", "launch"],
     ["source"],
-    ["figures"],
     ["tune", "exercises"],
     ["cpu"],
     ["bench", "probes", "support"],
     ["records"],
     ["compile"],
-    ["registry", "notebooks"],
-    ["plots", "plots_dispatch", "roofline", "sass"],
+    ["registry"],
+    ["plots", "roofline", "sass"],
     ["specs"],
     ["spec"],
     ["course", "identity", "device", "cubin", "toolchain", "files"],
@@ -95,6 +107,21 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
             if found:
                 return found
     return None
+
+
+def test_the_parts_depend_one_way():
+    """The course imports neither the library nor research; the library does not import research."""
+    graph = imports()
+    assert "library.dispatch" in graph["library"] and "bench" in graph["library"], "the walk finds imports"
+    allowed = {"course": {"course"}, "library": {"course", "library"}, "research": {"course", "library", "research"},
+               "entry": {"course", "library", "research", "entry"}}
+    wrong = sorted((m, t) for m, targets in graph.items() for t in targets if part(t) not in allowed[part(m)])
+    assert not wrong, f"imports against the parts' direction: {wrong}"
+
+
+def test_the_parts_test_sees_a_wrong_import():
+    assert part("lessons.common") == "course" and part("library.dispatch") == "library"
+    assert part("research.fit") == "research" and part("__main__") == "entry"
 
 
 def test_the_package_has_no_import_circle():

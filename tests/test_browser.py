@@ -774,7 +774,8 @@ def test_the_learners_loop(lab, context, name):
 def test_the_learners_loop_in_python(lab, context):
     """Chapter 14's exercise is Python: its link opens the starter in the editor, the check fails on it, the
     fix typed in and saved passes, against the plan's own arithmetic."""
-    from gemmlab import exercises, plan_exercise
+    from gemmlab import exercises
+    from gemmlab.library import exercise as plan_exercise
 
     name, spec = "14_dispatch.ipynb", plan_exercise.SPEC
     copy = f"workspace/{spec.learner_name}"
@@ -786,7 +787,7 @@ def test_the_learners_loop_in_python(lab, context):
             page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
             _wait_ready(page, name)
             page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
-            _run_cell(page, name, "import gemmlab.lessons as gl")
+            _run_cell(page, name, "import gemmlab.library.lessons as gl")
             index = _run_cell(page, name, "gl.exercise(")
             link = _cell(page, index).locator(f'a:has-text("{copy}")').first
             link.wait_for(timeout=10_000)

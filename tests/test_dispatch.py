@@ -10,7 +10,9 @@ import sys
 import numpy as np
 import pytest
 
-from gemmlab import arch, dispatch, identity, records, registry
+from gemmlab import arch, identity, records, registry
+from gemmlab.library import dispatch
+from gemmlab.research import fit
 from gemmlab.spec import BadProblem, Problem
 
 H100 = {"name": "NVIDIA H100 80GB HBM3", "arch": "sm_90", "sm_count": 132, "clock_mhz": 1980.0,
@@ -47,7 +49,7 @@ def test_the_frozen_model_is_the_fit_of_the_shipped_record(frozen):
     m, data = frozen
     rec = records.latest()
     assert data["record"] == {"file": rec.path.name, "date": rec.data["date"]}
-    again = dispatch.fit(rec, _resources(data))
+    again = fit.fit(rec, _resources(data))
     assert [again[k] for k in ("launch_us", "alone", "chain_us", "ragged")] == \
         [data[k] for k in ("launch_us", "alone", "chain_us", "ragged")]
     assert [(c["kernel"], c["params"]) for c in again["candidates"]] == \
@@ -106,7 +108,7 @@ def test_the_fit_picks_the_fastest_at_shapes_it_never_saw():
         held_out = copy.deepcopy(rec.data)
         for section in ("results", "final_search", "ladder", "dispatch_training"):
             held_out[section] = [r for r in held_out.get(section, []) if records.shape_key(r) != shape]
-        fitted = dispatch.fit(records.Record(rec.path, held_out), resources)
+        fitted = fit.fit(records.Record(rec.path, held_out), resources)
         (_, picked_us, picked), (_, best_us, best), errors = _ladder_choice(
             _model_of(fitted), shape, [r for r in ladder if records.shape_key(r) == shape])
         assert picked_us <= 1.03 * best_us, f"{shape}: picked {picked} ({picked_us:.0f} us), {best} ran {best_us:.0f} us"
@@ -206,9 +208,9 @@ def test_the_fit_leaves_out_training_rows_timed_on_older_code_of_their_kernel():
     changed = copy.deepcopy(current)
     for r in [r for r in changed["dispatch_training"] if r["kernel"] == "13_split_k"][::2]:
         r["source"] = "0" * 16
-    kept = dispatch.training_rows(records.Record(rec.path, changed))
+    kept = fit.training_rows(records.Record(rec.path, changed))
     assert all(r.get("source") != "0" * 16 for r in kept)
-    assert len(kept) == len(dispatch.training_rows(records.Record(rec.path, current))) - len(rows[::2])
+    assert len(kept) == len(fit.training_rows(records.Record(rec.path, current))) - len(rows[::2])
 
 
 def test_a_damaged_model_falls_back_to_a_kernel_that_runs_the_shape(tmp_path, monkeypatch):
@@ -277,10 +279,10 @@ def test_one_slow_tile_on_the_busiest_sm_is_counted_whole():
     one_round = Problem(2000, 2000, 2000)            # 256 tiles, 31 on the checked path, on 264 slots
     tiles, fast = spec.tiles(params, one_round), spec.fast_tiles(params, one_round)
     assert 0 < fast < tiles and tiles <= 132 * 2
-    assert dispatch._features(spec, params, one_round, 132, 2)[4] == 1.0
+    assert dispatch.features(spec, params, one_round, 132, 2)[4] == 1.0
     many = Problem(8000, 8000, 2000)                 # 3,969 tiles, 125 checked, about 15 rounds
-    share = dispatch._features(spec, params, many, 132, 2)[4]
+    share = dispatch.features(spec, params, many, 132, 2)[4]
     tiles, fast = spec.tiles(params, many), spec.fast_tiles(params, many)
     assert (tiles - fast) / tiles < share == pytest.approx(132 * 2 / tiles)
-    assert dispatch._features(spec, params, Problem(1001, 1001, 1001), 132, 2)[4] == 1.0
-    assert dispatch._features(spec, params, Problem(4096, 4096, 4096), 132, 2)[4] == 0.0
+    assert dispatch.features(spec, params, Problem(1001, 1001, 1001), 132, 2)[4] == 1.0
+    assert dispatch.features(spec, params, Problem(4096, 4096, 4096), 132, 2)[4] == 0.0

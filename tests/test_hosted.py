@@ -4,7 +4,8 @@ import json
 import shutil
 import subprocess
 
-from gemmlab import records, recorder, source
+from gemmlab import records, source
+from gemmlab.research import measure_all as recorder
 
 DENIED = ("==PROF== Connected to process 123\n==ERROR== ERR_NVGPUCTRPERM - The user does not have permission "
           "to access NVIDIA GPU Performance Counters on the target device 0.\n")

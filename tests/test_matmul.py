@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import gemmlab
-from gemmlab import bench, device, dispatch, library
+from gemmlab import bench, device, library
+from gemmlab.library import dispatch
 from gemmlab.library import Layout, layout
 
 # Issue 17's shape suite (M, N, K).

@@ -112,7 +112,7 @@ def test_every_kernel_is_profiled_at_its_defaults_best_and_steps(record):
 def test_stall_profiles_keep_what_ncu_gave_and_fall_back_without_the_level_metrics(monkeypatch):
     """A profile reads the level metrics (bytes per level, wavefronts, clock) where ncu knows them,
     and the stall reasons alone where it refuses the longer list."""
-    from gemmlab import recorder
+    from gemmlab.research import measure_all as recorder
     calls = []
 
     def fake_ncu(metrics, run_args):
@@ -153,7 +153,8 @@ def test_latencies_are_recorded_and_ordered(record):
 
 @pytest.mark.gpu
 def test_refresh_times_anew_the_training_rows_of_older_code_and_only_those(tmp_path):
-    from gemmlab import device, recorder
+    from gemmlab import device
+    from gemmlab.research import measure_all as recorder
     data = copy.deepcopy(records.latest().data)
     small = sorted((r for r in data["dispatch_training"] if r["kernel"] == "13_split_k"),
                    key=lambda r: r["M"] * r["N"] * r["K"])[:2]

@@ -275,7 +275,7 @@ def test_a_home_gemmlab_cannot_write_to_names_the_cache_and_the_fix(argv, tmp_pa
 @pytest.mark.parametrize("kind", ["a folder", "an empty path", "a missing folder", "a file as its folder",
                                   "a folder it cannot write in", "a device"])
 def test_fit_checks_where_it_writes_before_it_works(kind, tmp_path, monkeypatch, capsys):
-    from gemmlab import dispatch
+    from gemmlab.library import dispatch
     out, said = {"a folder": (str(tmp_path), "is a folder"), "an empty path": ("", "--out ''"),
                  "a missing folder": (str(tmp_path / "no" / "m.json"), "does not exist"),
                  "a file as its folder": (str(_plain(tmp_path, "f", b"") / "m.json"), "is not a folder"),
@@ -324,7 +324,7 @@ def test_a_record_with_a_damaged_field_names_the_file_and_the_field(field, value
     (lambda c: c.update(per_step_us=None), "per_step_us=None"),
 ], ids=["unknown tunable", "illegal value", "unknown kernel", "a tunable missing", "wrong type", "missing figure"])
 def test_a_fitted_candidate_it_cannot_use_is_named(damage, said, tmp_path):
-    from gemmlab import dispatch
+    from gemmlab.library import dispatch
     shipped = sorted(dispatch.FITTED_DIR.glob("*.json"))[0]
     data = json.loads(shipped.read_text())
     kernel = data["candidates"][0]["kernel"]
@@ -427,7 +427,7 @@ def test_matmul_with_cupy_names_the_type_it_was_given():
                                           ((2, 2, "3"), "K"), ((2, 2, 3, 3.0), "lda"), ((2, 2, 3, 0, 0, None), "ldc")])
 def test_plan_takes_whole_numbers_only(sizes, named):
     import gemmlab
-    from gemmlab import dispatch
+    from gemmlab.library import dispatch
     from gemmlab.spec import BadProblem
     gemmlab.matmul.plan(1, 2, 3)                # cached: plan(True, 2, 3) must not find its answer
     for plan in (dispatch.plan, gemmlab.matmul.plan):

@@ -2,7 +2,10 @@
 streams an operand."""
 import pytest
 
-from gemmlab import bench, course, dispatch, plan, records, registry
+from gemmlab import bench, course, records, registry
+from gemmlab.research import training
+from gemmlab import launch as plan
+from gemmlab.library import dispatch
 from gemmlab.lessons.chapter12 import fastest_at_regime_shapes
 from gemmlab.spec import Problem
 
@@ -56,7 +59,7 @@ def test_skinny_tiles_follow_the_side():
 def test_regime_shapes_are_skinny_and_outside_the_suite():
     """The record times the kernel at its regime shapes for the fit; the suite judges the plan on others."""
     for shape in SPEC.regime_shapes:
-        assert min(shape[:2]) <= 128 and shape not in course.MATMUL_SUITE
+        assert min(shape[:2]) <= 128 and shape not in training.MATMUL_SUITE
 
 
 def test_a_streaming_kernel_is_offered_only_on_the_memory_bound_side():

@@ -2,7 +2,10 @@
 16 or 4 bytes at a time, and tiles split along K and summed from a workspace."""
 import pytest
 
-from gemmlab import bench, course, dispatch, plan, records, registry
+from gemmlab import bench, course, records, registry
+from gemmlab.research import training
+from gemmlab import launch as plan
+from gemmlab.library import dispatch
 from gemmlab.spec import Problem, UnsupportedShape
 
 SPEC = registry.KERNELS["13_split_k"]
@@ -135,10 +138,10 @@ def test_a_split_launch_has_a_block_per_piece():
                                                  "dram_gbs": 3350.0}, 2, "a GPU")
     assert launch.blocks == 400 and launch.piece_steps == 10 and launch.k_steps == 40
     assert abs(launch.slot_use - 400 / 264 / 2) < 1e-9
-    waves, steps, *_ = dispatch._features(SPEC, p, problem, 132, 2)
+    waves, steps, *_ = dispatch.features(SPEC, p, problem, 132, 2)
     assert waves == 2 and steps == 10
 
 
 def test_regime_shapes_are_outside_the_suite():
     for shape in SPEC.regime_shapes:
-        assert shape not in course.MATMUL_SUITE
+        assert shape not in training.MATMUL_SUITE

@@ -15,10 +15,8 @@ from .chapter10 import show_copy_placement  # noqa: F401
 from .chapter11 import show_final_search, show_final_table, show_last_wave, show_shape_costs  # noqa: F401
 from .chapter12 import show_skinny_regime, show_skinny_roofline  # noqa: F401
 from .chapter13 import show_split_regime  # noqa: F401
-from .chapter14 import (show_matmul_suite, show_plan_explorer, show_plans, show_predicted_against_measured,  # noqa: F401
-                        show_worked_plan)
 from .chapter15 import show_ladder_over_shapes  # noqa: F401
-from .exercises import check, exercise, hint, progress, solution  # noqa: F401
+from .your_turn import check, exercise, hint, progress, solution  # noqa: F401
 from .common import (show_compile_report, show_counters, show_diff, show_explorer, show_inner_loop,  # noqa: F401
                      show_kernel, show_ladder, show_prediction, show_sass, show_sweep, show_thread_map,
                      show_tunable, show_tuning, show_vs_cublas)

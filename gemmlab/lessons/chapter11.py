@@ -2,7 +2,7 @@
 and table against cuBLAS."""
 from __future__ import annotations
 
-from .. import campaigns, plan, plots, records, registry, source
+from .. import campaigns, launch, plots, records, registry, source
 from ..compile import compile_kernel
 from ..spec import Problem
 from .models import waves
@@ -101,9 +101,9 @@ def show_final_table(name: str) -> None:
 
 
 def show_shape_costs(name: str, shapes: list[tuple[int, int, int]]) -> None:
-    """What each shape costs the kernel against a large square, from arithmetic alone (plan.launch, as
+    """What each shape costs the kernel against a large square, from arithmetic alone (launch.launch, as
     `python -m gemmlab plan M N K` prints it): waves, the copy path, the tiles' area, the roofline."""
-    launches = [plan.launch(*shape, kernel=name) for shape in shapes]
+    launches = [launch.launch(*shape, kernel=name) for shape in shapes]
     rows = [[f"{l.problem.M} x {l.problem.N} x {l.problem.K}", f"{l.tiles:,}", f"{l.slot_use:.0%}",
              f"{l.fast_tiles:,}" if l.fast_tiles is not None else "-", f"{l.covered:.0%}",
              f"{l.intensity:.3g} (ridge {l.ridge:.0f})", "<br>".join(l.findings()) or "nothing"]

@@ -2,7 +2,7 @@
 picks among every chapter's kernels)."""
 from __future__ import annotations
 
-from .. import plan, records, registry, source
+from .. import launch, records, registry, source
 from .chapter12 import fastest_at_regime_shapes
 from .display import markdown, table
 
@@ -21,10 +21,10 @@ def show_split_regime() -> None:
     rec = source.record()
     rows = []
     for shape, best in fastest_at_regime_shapes(rec, spec).items():
-        launch = plan.launch(*shape, kernel=spec, params=best["params"])
+        shown = launch.launch(*shape, kernel=spec, params=best["params"])
         rows.append([records.shape_label(shape), spec.changes_label(best["params"]) or "defaults",
-                     f"{launch.tiles:,} x {launch.k_split}",
-                     "16 bytes" if launch.fast_tiles == launch.tiles else "4 bytes",
+                     f"{shown.tiles:,} x {shown.k_split}",
+                     "16 bytes" if shown.fast_tiles == shown.tiles else "4 bytes",
                      f"{best['gflops'] / 1e3:.2f}", f"{best['cublas_gflops'] / 1e3:.2f}", f"{best['ratio']:.2f}"])
     markdown(table(["M x N x K", "fastest configuration (against the defaults)", "tiles x pieces along K",
                     "copies of B", "TFLOP/s", "cuBLAS TFLOP/s", "ratio"], rows)

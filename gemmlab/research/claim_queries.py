@@ -114,7 +114,7 @@ def _intensity(args: list[str]) -> float:
 
 
 def _plan(args: list[str]):
-    from .. import dispatch
+    from ..library import dispatch
     if len(args) != 2:
         raise ClaimError("'plan' takes SHAPE FIELD")
     p = dispatch.plan(*figures.shape_of(args[0]))
@@ -131,7 +131,7 @@ def _plan(args: list[str]):
 
 
 def _fitted(args: list[str]):
-    from .. import dispatch
+    from ..library import dispatch
     if len(args) != 1:
         raise ClaimError("'fitted' takes FIELD")
     data = json.loads(dispatch.fitted_path(records.latest().device["name"]).read_text())
@@ -164,21 +164,21 @@ def _setting(args: list[str], rec: records.Record):
 
 
 def _launch(args: list[str], rec: records.Record):
-    """One shape's launch as gemmlab.plan models it on the record's GPU (the final kernel at its defaults
+    """One shape's launch as gemmlab.launch models it on the record's GPU (the final kernel at its defaults
     unless a kernel and overrides are given): launch 6144 6144 6144 waves; launch 512 512 512 tiles 13"""
-    from .. import plan
+    from .. import launch
     from ..compile import compile_kernel
     from ..spec import Problem
     if len(args) < 4 or not all(a.isdigit() for a in args[:3]):
         raise ClaimError("'launch' takes M N K FIELD [KERNEL] [NAME=VALUE...]")
     rest = args[4:]
-    spec = registry.get(rest.pop(0)) if rest and "=" not in rest[0] else plan.final_kernel()
+    spec = registry.get(rest.pop(0)) if rest and "=" not in rest[0] else launch.final_kernel()
     full = spec.resolve(figures.overrides(rest))
     problem = Problem(*(int(a) for a in args[:3]))
     spec.check_shape(full, problem)
     dev = rec.device
     per_sm = compile_kernel(spec, full, dev["arch"]).occupancy.blocks_per_sm
-    l = plan.launch_with(spec, full, problem, dev, per_sm, dev["name"])
+    l = launch.launch_with(spec, full, problem, dev, per_sm, dev["name"])
     fields = {"tiles": l.tiles, "slots": l.slots, "blocks": l.blocks, "waves": l.tiles * l.k_split / l.slots,
               "last_wave": l.tiles * l.k_split % l.slots, "slot_use": l.slot_use, "wave_time": l.wave_time,
               "split_tiles": l.split_tiles, "pieces": l.pieces, "k_steps": l.k_steps, "k_split": l.k_split,

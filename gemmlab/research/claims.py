@@ -45,7 +45,7 @@ gemmlab.research.figures) or one of (gemmlab.research.claim_queries):
                                             the row lengths), a string, or 'none'
     record PATH                             any number of the record by its keys and list indices
                                             joined by dots: record chapter00.samples.hot.median_ms
-    launch M N K FIELD [KERNEL] [NAME=VALUE...]  gemmlab.plan's launch of a shape on the record's GPU (the
+    launch M N K FIELD [KERNEL] [NAME=VALUE...]  gemmlab.launch's launch of a shape on the record's GPU (the
                                             final kernel at its defaults unless given): tiles, slots, blocks,
                                             waves, last_wave (tiles in a partial last wave), slot_use,
                                             split_tiles, pieces, k_steps, fast_tiles, covered, intensity,

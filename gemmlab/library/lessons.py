@@ -1,9 +1,18 @@
-"""Chapter 14: one plan per shape. gemmlab.matmul's dispatcher: the model it prices every chapter's kernels
-with, one shape worked through from its features to the call's measured time, and the suite."""
+"""Chapter 14's cells: one plan per shape. gemmlab.matmul's dispatcher, the model it prices every chapter's
+kernels with, one shape worked through from its features to the call's measured time, the suite, and the
+chapter's exercise (`import gemmlab.library.lessons as gl` in notebooks/14_dispatch.ipynb: the library
+teaches itself, so the course never imports it)."""
 from __future__ import annotations
 
-from .. import dispatch, library, plots, plots_dispatch, records, widgets
-from .display import markdown, table
+import ipywidgets as w
+
+from .. import library, plots, records
+from ..lessons.display import friendly, markdown, table
+from ..lessons import your_turn
+from ..spec import BadProblem
+from ..widgets import Panel
+from . import dispatch, exercise
+from . import plots as plots_dispatch
 
 
 def _suite_record():
@@ -106,6 +115,50 @@ def show_matmul_suite() -> None:
         plots.dispatch_heatmaps(heat, heat[0]["kernel"], f"measured on {rec.device['name']}, {heat[0]['date']}")
 
 
-def show_plan_explorer():
-    """The plan, with its reasons, for any M, N and K the reader types."""
-    return widgets.plan_explorer()
+def show_plan_explorer(M: int = 3000, N: int = 3000, K: int = 3000):
+    """Three boxes for M, N and K, and gemmlab.matmul's plan for that shape, with its reasons."""
+    boxes = {name: w.BoundedIntText(value=value, min=1, max=2**31 - 1, description=name, layout=w.Layout(width="14em"))
+             for name, value in (("M", M), ("N", N), ("K", K))}
+    out = w.Output()
+
+    def update(_=None):
+        out.clear_output(wait=True)
+        with out:
+            try:
+                print(dispatch.plan(*(b.value for b in boxes.values())))
+            except (BadProblem, dispatch.NotFitted) as exc:
+                print(f"no plan: {exc}")
+
+    for box in boxes.values():
+        box.observe(update, names="value")
+    update()
+    return Panel([w.HBox(list(boxes.values())), out],
+                 "[gemmlab.matmul's plan for the shape typed in M, N and K; run this cell to type one]")
+
+
+# Chapter 14's exercise is Python (library/exercise.py): the course's exercise cells, given its spec.
+
+@friendly
+def exercise(chapter: str = "14", fresh: bool = False) -> None:
+    your_turn.exercise_of(exercise.SPEC, fresh)
+
+
+@friendly
+def check(chapter: str = "14", file: str | None = None) -> None:
+    print(exercise.check(file))
+
+
+@friendly
+def hint(chapter: str = "14") -> None:
+    your_turn.hint_of(exercise.SPEC)
+
+
+@friendly
+def solution(chapter: str = "14") -> None:
+    your_turn.solution_of(exercise.SPEC)
+
+
+for _name in ("show_plans", "show_worked_plan", "show_predicted_against_measured", "show_matmul_suite",
+              "show_plan_explorer"):
+    globals()[_name] = friendly(globals()[_name])
+

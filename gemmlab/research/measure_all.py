@@ -21,8 +21,9 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from . import bench, campaigns, course, device, files, identity, library, probes, records, registry, toolchain
-from .spec import KernelSpec, Problem, UnsupportedShape
+from .. import bench, campaigns, course, device, files, identity, probes, records, registry, toolchain
+from . import training
+from ..spec import KernelSpec, Problem, UnsupportedShape
 
 # Nsight Compute's names for what records.STALL_REASONS lists, per issued instruction.
 STALL_METRICS = {f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio": r for r in records.STALL_REASONS}
@@ -131,7 +132,7 @@ def _profile_runs(results: list[dict], specs: list[KernelSpec] | None = None) ->
 def _precompile(jobs: list[tuple[KernelSpec, dict]], progress: bool) -> None:
     """Compile every configuration about to be measured, in parallel (compile.precompile), so the
     measuring loop only loads cubins."""
-    from .compile import precompile
+    from ..compile import precompile
     arch = device.facts().arch
     precompile([(spec.name, cfg, arch) for spec, cfg in jobs], progress)
 
@@ -223,15 +224,15 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
             _save(path, data)
         bar.close()
     if matmul_training:                        # the plan's best few options where it chooses (its own model's)
-        new = dated(library.measure_training(course.DISPATCH_TRAINING_SHAPES, course.DISPATCH_TRIES, progress))
+        new = dated(training.measure_training(training.DISPATCH_TRAINING_SHAPES, training.DISPATCH_TRIES, progress))
         # added to the earlier rounds' rows (a new timing of the same launch replaces the old): what an
         # earlier model chose and the GPU disproved stays in the fit, so a refit cannot choose it again
         data["dispatch_training"] = _merged(data.get("dispatch_training", []), new)
     if matmul:
-        data["matmul_suite"] = [{**r, **today} for r in library.measure_suite(course.MATMUL_SUITE, course.MATMUL_REPS,
+        data["matmul_suite"] = [{**r, **today} for r in training.measure_suite(training.MATMUL_SUITE, training.MATMUL_REPS,
                                                                               progress)]
-        data["matmul_heatmap"] = [{**r, **today} for r in library.measure_heatmap(
-            registry.with_shape_search()[-1], course.HEATMAP_SIZES, course.HEATMAP_K, progress)]
+        data["matmul_heatmap"] = [{**r, **today} for r in training.measure_heatmap(
+            registry.with_shape_search()[-1], training.HEATMAP_SIZES, training.HEATMAP_K, progress)]
     if alone:
         _save(path, data)                      # the rest of the record as it was
         return path

@@ -21,7 +21,7 @@ configuration c of a kernel:
 * `chain` is what each piece of a split tile adds, fitted per kernel: chapter 11's pieces add into C one
   after another, and chapter 13's last piece of a tile reads every piece's partial tile, one load after
   another (`pieces` is 0 where nothing is split); `checked` is the share of tiles on a kernel's slow copy path
-  (plan.Launch.fast_tiles), but no less than one of the busiest SM's blocks where any tile takes it
+  (launch.Launch.fast_tiles), but no less than one of the busiest SM's blocks where any tile takes it
   (in a launch of one round, one slow tile sets the time), and `ragged_kernel` how much longer such a
   tile takes, fitted per copy path (kernels that share one share it).
 * Alignment decides which kernels may run at all (16-byte rows, aligned pointers) and which copy
@@ -51,23 +51,14 @@ from pathlib import Path
 
 import numpy as np
 
-from . import arch as archs
-from . import files, identity, records, registry, source
-from .compile import Resources, compile_kernel, occupancy, precompile
-from .plan import Launch, launch_with
-from .plan import ridge as ridge_of
-from .spec import INT_MAX, IllegalConfig, KernelSpec, Params, Problem, UnsupportedShape, split_time
+from .. import arch as archs
+from .. import files, identity, records, registry, source
+from ..compile import Resources, compile_kernel, occupancy, precompile
+from ..launch import Launch, launch_with
+from ..launch import ridge as ridge_of
+from ..spec import INT_MAX, IllegalConfig, KernelSpec, Params, Problem, UnsupportedShape, split_time
 
-FITTED_DIR = Path(__file__).resolve().parent / "fitted"
-# The launch overheads the fit tries (microseconds): one for every configuration, the one that
-# leaves the smallest error is kept.
-LAUNCH_GRID_US = tuple(np.round(np.arange(0.0, 40.0 + 1e-9, 0.5), 2))
-# The shares of a shared SM's time that a block alone on an SM takes, tried likewise.
-ALONE_GRID = tuple(np.round(np.arange(0.10, 1.0 + 1e-9, 0.02), 2))
-# ... and of `chain`, the time each piece of a split tile adds while the pieces add into C in turn
-CHAIN_GRID_US = tuple(np.round(np.arange(0.0, 40.0 + 1e-9, 0.5), 2))
-# ... and of `ragged`, how much longer a tile takes on the checked copy path than on the 16-byte one
-RAGGED_GRID = tuple(np.round(np.arange(0.0, 2.0 + 1e-9, 0.05), 2))
+FITTED_DIR = Path(__file__).resolve().parents[1] / "fitted"
 # A kernel that streams an operand (spec.streams: chapter 12's) is meant for the memory-bound side of the
 # roofline: it is fitted, and offered, only where the shape's intensity (FLOPs per operand byte) is at
 # most this many times the ridge's. Past that, a shape has reuse for tiles to exploit.
@@ -75,11 +66,6 @@ STREAMING_REACH = 2.0
 # No configuration is predicted faster than this much over the best rate (FLOP/s) it reached in the
 # record: per-candidate fits of two costs extrapolate badly from small shapes to large ones.
 CEILING_SLACK = 1.03
-# A candidate's own `alone` is fitted only where at least this many of its rows have blocks alone on
-# an SM or a part-filled last round; with fewer, one row would set it (the model's `alone` is used).
-OWN_ALONE_ROWS = 3
-# A configuration becomes a candidate when it was among its kernel's fastest few at a recorded shape.
-KEEP_PER_SHAPE = 3
 # How many other kernels' best options a plan names.
 RUNNERS_UP = 3
 # Peeling: where M (or N) lies at most PEEL_MAX past a multiple of PEEL_TILE, the plan may run that multiple
@@ -102,7 +88,7 @@ class NotFitted(LookupError):
 SPLIT_PROBE = Problem(256, 256, 1 << 16)
 
 
-def _pieces_of(spec: KernelSpec, params: Params) -> tuple[int, int]:
+def pieces_of(spec: KernelSpec, params: Params) -> tuple[int, int]:
     """The pieces a configuration cuts tiles into: a last wave's (spec.split), every tile's (spec.k_split)."""
     return spec.split(params), spec.k_split(params, SPLIT_PROBE)
 
@@ -112,14 +98,14 @@ def split_tunables(spec: KernelSpec) -> list[str]:
     configuration stands for all of their values, and the plan prices each."""
     d = spec.defaults
     return [p.name for p in spec.params
-            if any(_pieces_of(spec, {**d, p.name: v}) != _pieces_of(spec, d) for v in p.values)]
+            if any(pieces_of(spec, {**d, p.name: v}) != pieces_of(spec, d) for v in p.values)]
 
 
 def unsplit(spec: KernelSpec, params: Params) -> dict:
     """The configuration with its split tunables at the value that never splits."""
     out = dict(params)
     for name in split_tunables(spec):
-        out[name] = next(v for v in spec.tunable(name).values if _pieces_of(spec, {**out, name: v}) == (1, 1))
+        out[name] = next(v for v in spec.tunable(name).values if pieces_of(spec, {**out, name: v}) == (1, 1))
     return out
 
 
@@ -135,36 +121,6 @@ def config_key(kernel: str, params: Params) -> str:
     return kernel + " " + json.dumps(dict(params), sort_keys=True)
 
 
-def training_rows(rec: records.Record) -> list[dict]:
-    """The record's validated timings (the sliders' configurations at three sizes, the final chapter's
-    per-shape search, the ladder's eight shapes, and the plan's own training shapes once `record
-    --matmul-training` has run) of kernels that stage K tiles (the model's per-step cost needs them),
-    leaving out timings of a kernel whose code changed since they were made."""
-    rows = [*rec.data["results"], *rec.data.get("final_search", []), *rec.data.get("ladder", []),
-            *rec.data.get("dispatch_training", [])]
-    ridge = ridge_of(rec.device)
-    return [r for r in rows if rec.row_is_fresh(r)
-            and registry.KERNELS[r["kernel"]].k_tile is not None
-            and (not registry.KERNELS[r["kernel"]].streams
-                 or Problem(*records.shape_key(r)).intensity <= STREAMING_REACH * ridge)]
-
-
-def candidate_configs(rows: list[dict]) -> list[tuple[str, dict]]:
-    """(kernel, unsplit configuration) among the KEEP_PER_SHAPE fastest of their kernel at some shape."""
-    groups: dict[tuple, list[dict]] = {}
-    for r in rows:
-        groups.setdefault((r["kernel"], records.shape_key(r)), []).append(r)
-    keep = {}
-    for (kernel, _), group in sorted(groups.items()):
-        spec = registry.KERNELS[kernel]
-        fastest = {}                            # distinct configurations, fastest first
-        for r in sorted(group, key=lambda r: (-r["gflops"], config_key(kernel, r["params"]))):
-            params = unsplit(spec, r["params"])
-            fastest.setdefault(config_key(kernel, params), (kernel, params))
-        keep.update(list(fastest.items())[:KEEP_PER_SHAPE])
-    return [keep[k] for k in sorted(keep)]
-
-
 def copy_path(spec: KernelSpec) -> str | None:
     """Which slow copy path a kernel's checked tiles take, named by the rule that says which tiles take
     it (spec.fast_tiles): kernels with one rule share one path's code. None: a kernel with one path."""
@@ -172,12 +128,12 @@ def copy_path(spec: KernelSpec) -> str | None:
     return None if rule is None else f"{rule.__module__}.{rule.__qualname__}"
 
 
-def _blocks_per_sm(spec: KernelSpec, params: Params, registers: int, static_smem: int, arch: str) -> int:
+def blocks_per_sm(spec: KernelSpec, params: Params, registers: int, static_smem: int, arch: str) -> int:
     res = Resources(registers, static_smem, 0, 0, 0)
     return occupancy(res, spec.threads(params), arch, spec.dynamic_smem(params)).blocks_per_sm
 
 
-def _features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
+def features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
               blocks_per_sm: int) -> tuple[float, float, bool, int, float, float]:
     """(w, k, lone, the pieces in a split tile's chain: 0 where none is split, the share of the busiest SM's
     blocks on the checked copy path: 0 for kernels with one path, rest) for one launch, whose time the model takes as
@@ -218,7 +174,7 @@ def _features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
 
 
 def waves(w, lone, rest, alone, per_sm: int):
-    """The model's whole-round times of a launch, from _features' w, lone and rest (numbers or arrays):
+    """The model's whole-round times of a launch, from features' w, lone and rest (numbers or arrays):
     w rounds, times `alone` where every block has an SM to itself, plus a last round filled `rest` of
     the way (rest x per_sm blocks on the busiest SM). A block alone takes `alone` of a full round's
     time, per_sm of them a whole one, and the counts between lie on the line between the two: an SM
@@ -229,144 +185,8 @@ def waves(w, lone, rest, alone, per_sm: int):
     return w * np.where(lone, alone, 1.0) + np.where(last > 0, between, 0.0)
 
 
-def _fit_one(waves: np.ndarray, steps: np.ndarray, us: np.ndarray,
-             launch_us: np.ndarray | float) -> tuple[float, float, float]:
-    """(a, b, squared relative error) minimising sum ((launch + w (a + b k)) / t - 1)^2 with a, b >= 0
-    (w and k as _features gives them; `launch` per row: the launch, and a split's chain where there is
-    one)."""
-    u, v, r = waves / us, waves * steps / us, 1.0 - launch_us / us
-    uu, uv, vv, ur, vr = u @ u, u @ v, v @ v, u @ r, v @ r
-    det = uu * vv - uv * uv
-    a, b = ((vv * ur - uv * vr) / det, (uu * vr - uv * ur) / det) if det > 1e-12 * uu * vv else (-1.0, 0.0)
-    if a < 0 or b < 0:                       # the cheapest tile costs nothing beyond its K steps
-        a, b = 0.0, max(vr / vv, 0.0)
-    err = u * a + v * b - r
-    return float(a), float(b), float(err @ err)
-
-
-def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None) -> dict:
-    """The model, fitted to `rec`: what gemmlab/fitted/ keeps. `resources` maps a candidate's key to
-    (registers, static shared memory) of its build for the record's GPU; compiled where missing."""
-    dev = rec.device
-    arch = f"sm_{dev['compute_capability'][0]}{dev['compute_capability'][1]}"
-    rows = training_rows(rec)
-    configs = candidate_configs(rows)
-    resources = dict(resources or {})
-    precompile([(kernel, params, arch) for kernel, params in configs if config_key(kernel, params) not in resources])
-    for kernel, params in configs:
-        key = config_key(kernel, params)
-        if key not in resources:
-            build = compile_kernel(kernel, params, arch)
-            resources[key] = (build.resources.registers, build.resources.static_smem)
-    data = []                   # per candidate: its rows' waves, K steps, blocks alone, times
-    best_rates = []             # per candidate: the best rate (TFLOP/s) its rows reached
-    for kernel, params in configs:
-        spec = registry.KERNELS[kernel]
-        regs, smem = resources[config_key(kernel, params)]
-        per_sm = _blocks_per_sm(spec, params, regs, smem, arch)
-        mine = [r for r in rows if r["kernel"] == kernel and unsplit(spec, r["params"]) == params]
-        best_rates.append(max(Problem(*records.shape_key(r)).flops / (r["ms"] * 1e9) for r in mine))
-        feats = [_features(spec, r["params"], Problem(*records.shape_key(r)), dev["sm_count"], per_sm) for r in mine]
-        data.append((np.array([f[0] for f in feats]), np.array([f[1] for f in feats], dtype=float),
-                     np.array([f[2] for f in feats]), np.array([f[3] for f in feats], dtype=float),
-                     np.array([f[4] for f in feats]), np.array([f[5] for f in feats]),
-                     np.array([r["ms"] * 1e3 for r in mine]), per_sm))
-
-    def total(launch_us: float, alone: float, chain_us: float, ragged: float) -> float:
-        return sum(_fit_one(waves(w, lone, rest, alone, per_sm) * (1 + ragged * checked), k, t,
-                            launch_us + chain_us * pieces)[2]
-                   for w, k, lone, pieces, checked, rest, t, per_sm in data)
-    # launch and alone on their grid, then chain and ragged each on its own (each moves only some
-    # rows: the split ones, the ragged ones), twice over
-    launch, alone, chain, ragged = 0.0, 1.0, 0.0, 0.0
-    for _ in range(2):
-        grid = [(launch_us, a) for launch_us in LAUNCH_GRID_US for a in ALONE_GRID]
-        launch, alone = (float(x) for x in grid[int(np.argmin([total(*g, chain, ragged) for g in grid]))])
-        chain = float(CHAIN_GRID_US[int(np.argmin([total(launch, alone, c, ragged) for c in CHAIN_GRID_US]))])
-        ragged = float(RAGGED_GRID[int(np.argmin([total(launch, alone, chain, r) for r in RAGGED_GRID]))])
-    # each slow copy path costs what its own code costs (09-11 share 09's checked copies and one rule for
-    # which tiles take them; 13 copies B 4 bytes at a time, unchecked): `ragged` per copy path, fitted to the rows
-    # of every kernel that shares it, where they take that path at all; kept per kernel
-    by_kernel = {}
-    for path in sorted({copy_path(registry.KERNELS[kernel]) for kernel, _ in configs} - {None}):
-        names = sorted({kernel for kernel, _ in configs if copy_path(registry.KERNELS[kernel]) == path})
-        mine = [d for (kernel, _), d in zip(configs, data) if kernel in names]
-        if any(np.any(d[4] > 0) for d in mine):
-            r_path = float(RAGGED_GRID[int(np.argmin([
-                sum(_fit_one(waves(w, lone, rest, alone, per_sm) * (1 + r * checked), k, t, launch + chain * pieces)[2]
-                    for w, k, lone, pieces, checked, rest, t, per_sm in mine) for r in RAGGED_GRID]))])
-            by_kernel.update({name: r_path for name in names})
-    # a chain is a different thing in each kernel that has one (11's pieces add into C in turn, 13's last
-    # piece reads the others' partial tiles): `chain` per kernel, fitted to its rows, where it has any
-    chain_by_kernel = {}
-    for name in sorted({kernel for kernel, _ in configs}):
-        mine = [d for (kernel, _), d in zip(configs, data) if kernel == name]
-        if any(np.any(d[3] > 0) for d in mine):
-            chain_by_kernel[name] = float(CHAIN_GRID_US[int(np.argmin([
-                sum(_fit_one(waves(w, lone, rest, alone, per_sm) * (1 + by_kernel.get(name, ragged) * checked), k, t,
-                             launch + c * pieces)[2]
-                    for w, k, lone, pieces, checked, rest, t, per_sm in mine) for c in CHAIN_GRID_US]))])
-    candidates, errors = [], []
-    for (kernel, params), (w0, k, lone, pieces, checked, rest, t, per_sm), best_tflops in zip(configs, data,
-                                                                                             best_rates):
-        chain_k = chain_by_kernel.get(kernel, chain)
-        ragged_k = by_kernel.get(kernel, ragged)
-        # how fast a block runs on an SM it shares with fewer than a full round depends on the
-        # configuration (64 threads alone are latency-bound, 256 are not): each candidate its own
-        # `alone`, on the same grid, where enough of its rows have such rounds
-        own, own_chain = alone, chain_k
-        alones = ALONE_GRID if np.count_nonzero(lone | (rest > 0)) >= OWN_ALONE_ROWS else (alone,)
-        # and its own `chain` where enough of its launches show it: chapter 11's where they split every tile
-        # (where only a last wave is split, the chain hides behind the other tiles and says nothing), and
-        # a kernel's that cuts every tile along K (its gather ends every launch) wherever it cuts
-        spec = registry.KERNELS[kernel]
-        gathers = any(_pieces_of(spec, v)[1] > 1 for v in split_variants(spec, params))
-        shown = (pieces > 0) & (lone | gathers)
-        chains = CHAIN_GRID_US if np.count_nonzero(shown) >= OWN_ALONE_ROWS else (chain_k,)
-        if len(alones) > 1 or len(chains) > 1:
-            grid = [(x, c) for x in alones for c in chains]
-            own, own_chain = grid[int(np.argmin([_fit_one(waves(w0, lone, rest, x, per_sm) * (1 + ragged_k * checked),
-                                                          k, t, launch + c * pieces)[2] for x, c in grid]))]
-        fixed = launch + own_chain * pieces
-        w = waves(w0, lone, rest, own, per_sm) * (1 + ragged_k * checked)
-        a, b, _ = _fit_one(w, k, t, fixed)
-        rel = (fixed + w * (a + b * k)) / t - 1
-        errors += list(rel)
-        regs, smem = resources[config_key(kernel, params)]
-        candidates.append({"kernel": kernel, "params": params, "registers": regs, "static_smem": smem,
-                           "per_tile_us": a, "per_step_us": b, "alone": own, "chain_us": own_chain,
-                           "best_tflops": round(best_tflops, 3), "rows": len(t),
-                           "worst_error": float(np.abs(rel).max())})
-    errors = np.abs(np.array(errors))
-    used = sorted({kernel for kernel, _ in configs})
-    return {
-        "about": "gemmlab.matmul's model of a launch's time (gemmlab/dispatch.py), fitted to the record named "
-                 "here by `python -m gemmlab fit`: do not edit by hand",
-        "device": {k: dev[k] for k in ("name", "compute_capability", "sm_count", "clock_mhz", "fp32_lanes_per_sm",
-                                       "l2_bytes", "peak_fp32_tflops", "dram_gbs", "measured_copy_gbs") if k in dev},
-        "record": {"file": rec.path.name, "date": rec.data["date"]},
-        "sources": {k: rec.data["sources"][k] for k in used},
-        "launch_us": launch,
-        "alone": alone,
-        "chain_us": chain,
-        "ragged": ragged,
-        "ragged_by_kernel": by_kernel,
-        "chain_by_kernel": chain_by_kernel,
-        "fit": {"rows": int(errors.size), "median_error": float(np.median(errors)),
-                "worst_error": float(errors.max())},
-        "candidates": candidates,
-    }
-
-
 def fitted_path(device_name: str) -> Path:
     return FITTED_DIR / f"{records.slug(device_name)}.json"
-
-
-def write(model: dict, path: Path | None = None) -> Path:
-    path = path or fitted_path(model["device"]["name"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    files.write_atomic(path, json.dumps(model, indent=1) + "\n")
-    return path
 
 
 # --- the frozen model ------------------------------------------------------------------------------
@@ -652,7 +472,7 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> t
             if not aligned and spec.pointer_alignment(cand.params) > 4:
                 raise UnsupportedShape(spec.name, "pointer-alignment",
                                        "it loads 16 bytes at a time, and an operand does not start 16-byte aligned")
-            per_sm = _blocks_per_sm(spec, cand.params, cand.registers, cand.static_smem, dev["arch"])
+            per_sm = blocks_per_sm(spec, cand.params, cand.registers, cand.static_smem, dev["arch"])
         except (UnsupportedShape, IllegalConfig) as exc:
             refused.setdefault(spec.name, str(exc))
             continue
@@ -662,7 +482,7 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> t
             except UnsupportedShape as exc:
                 refused.setdefault(spec.name, str(exc))
                 continue
-            w, steps, lone, chained, checked, rest = _features(spec, params, problem, dev["sm_count"], per_sm)
+            w, steps, lone, chained, checked, rest = features(spec, params, problem, dev["sm_count"], per_sm)
             tile_us = (cand.per_tile_us + cand.per_step_us * steps) * scale * \
                 (1 + m.ragged_by_kernel.get(spec.name, m.ragged) * checked)
             fixed = m.launch_us + (m.chain_us if cand.chain_us is None else cand.chain_us) * chained

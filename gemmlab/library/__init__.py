@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import bench, device, dispatch
-from .spec import Problem
+from .. import bench, device
+from . import dispatch
+from ..spec import Problem
 
 
 class LayoutCopy(UserWarning):
@@ -218,47 +219,6 @@ def bench_matmul(size, reps: int | None = None) -> bench.Measurement:
                             f"gemmlab.matmul [{label}]", size, reps)
 
 
-# --- the measurements behind the plan and its table (`record --matmul-training`, `record --matmul`) ---
-
-def measure_suite(shapes, reps: int, progress: bool = True) -> list[dict]:
-    """gemmlab.matmul against cuBLAS FP32 at each shape, as bench_matmul times it, with the plan it ran."""
-    from tqdm.auto import tqdm
-    rows = []
-    for shape in tqdm(shapes, desc="gemmlab.matmul against cuBLAS", disable=not progress):
-        m = bench_matmul(shape, reps=reps)
-        plan = dispatch.plan(*shape)
-        rows.append({**m.as_row(), "kernel": "matmul", "params": plan.params, "plan_kernel": plan.spec.name,
-                     "predicted_us": plan.predicted_us, "peeled": plan.core is not None,
-                     "staged": bool(plan.stage_ldb)})
-    return rows
-
-
-def measure_training(shapes, tries: int, progress: bool = True) -> list[dict]:
-    """At each shape, the plan's `tries` best options by the model, and the best option of each of up to
-    dispatch.RUNNERS_UP kernels those leave out, each validated then timed against cuBLAS: what the
-    model is refitted on (dispatch.training_rows), where its choices are made. The other kernels' best
-    are there for the model's mistakes against them: a kernel it under-rates is otherwise never timed."""
-    from tqdm.auto import tqdm
-    dev, gpu = dispatch.device_facts()
-    m = dispatch.model(dev["name"])
-    jobs = []
-    for shape in shapes:
-        found, _ = dispatch.options(m, Problem(*shape), dev, gpu, True)
-        ranked = sorted(found, key=lambda o: (o.predicted_us, o.label))
-        seen = []
-        for o in ranked:
-            if len(seen) < tries and (o.launch.spec, o.launch.params) not in seen:
-                seen.append((o.launch.spec, o.launch.params))
-        kernels, others = {spec.name for spec, _ in seen}, []
-        for o in ranked:
-            if o.launch.spec.name not in kernels and len(others) < dispatch.RUNNERS_UP:
-                kernels.add(o.launch.spec.name)
-                others.append((o.launch.spec, o.launch.params))
-        jobs += [(spec, params, shape) for spec, params in seen + others]
-    return [bench.bench(spec, params, shape, budget_s=0.25).as_row()
-            for spec, params, shape in tqdm(jobs, desc="gemmlab.matmul's training shapes", disable=not progress)]
-
-
 def suite_table(rows: list[dict]) -> str:
     """The suite as the closing note and the chapter show it: shape, plan, TFLOP/s, cuBLAS, ratio,
     spread; the geometric mean of the ratios and the smallest."""
@@ -291,19 +251,3 @@ def suite_groups(rows: list[dict]) -> dict[str, list[dict]]:
             [r for r in rows if 2 * r["M"] * r["N"] * r["K"] >= LARGE_FLOPS and all(r[d] % 8 == 0 for d in "MNK")],
         "M or N at most 4": [r for r in rows if min(r["M"], r["N"]) <= 4],
     }
-
-
-def measure_heatmap(spec, sizes, ks, progress: bool = True) -> list[dict]:
-    """Over M, N in `sizes` and K in `ks`: the ratio to cuBLAS of `spec` at its defaults (one kernel at
-    one configuration: before dispatch) and of gemmlab.matmul (after), each timed interleaved with
-    cuBLAS in its own run, validated first."""
-    from tqdm.auto import tqdm
-    rows = []
-    for shape in tqdm([(m, n, k) for k in ks for m in sizes for n in sizes], desc="before and after dispatch",
-                      disable=not progress):
-        before = bench.bench(spec, spec.defaults, shape, budget_s=0.3)
-        after = bench_matmul(shape)
-        rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "kernel": spec.name,
-                     "before_ratio": before.ratio, "after_ratio": after.ratio, "plan": after.params["plan"],
-                     "cublas_gflops": after.cublas_gflops})
-    return rows

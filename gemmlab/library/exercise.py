@@ -1,10 +1,10 @@
 """Chapter 14's exercise: the round arithmetic of gemmlab.matmul's plan, written in Python.
 
 The kernel chapters' exercises are CUDA; the dispatcher's chapter changes Python. The learner writes
-`round_time` (gemmlab/lessons/round_time.py is the solution, between its `# exercise:` lines) in a
+`round_time` (gemmlab/library/round_time.py is the solution, between its `# exercise:` lines) in a
 copy in the workspace, and the checker runs it in a child process (a learner's endless loop ends at
 a timeout) over launches of many sizes, and compares it with the plan's own arithmetic
-(dispatch._features and dispatch.waves). The lessons and the command line route chapter 14 here; the
+(dispatch.features and dispatch.waves). The lessons and the command line route chapter 14 here; the
 workspace, the starter and the verdict are exercises.py's.
 """
 from __future__ import annotations
@@ -16,10 +16,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import dispatch, exercises
-from .spec import Exercise
+from .. import exercises
+from . import dispatch
+from ..spec import Exercise
 
-SOLUTION = Path(__file__).resolve().parent / "lessons" / "round_time.py"
+SOLUTION = Path(__file__).resolve().parent / "round_time.py"
 BEGIN, END = "# exercise: begin", "# exercise: end"
 TIMEOUT_S = 10
 # Launches that cross every edge of the arithmetic: one block, a few, one SM's worth, one past a round,
@@ -44,7 +45,7 @@ class PlanExercise:
     title: str = "14 · One plan per shape"
     path: Path = SOLUTION
     learner_name: str = "14_round_time.py"
-    source_label: str = "gemmlab/lessons/round_time.py"
+    source_label: str = "gemmlab/library/round_time.py"
     exercise: Exercise = Exercise(
         task="Write `round_time`, the plan's count of how long the busiest SM takes over a launch's blocks, in "
              "rounds: whole rounds of `per_sm` blocks, then a last round of fewer, which takes between `alone` "
@@ -66,7 +67,7 @@ def is_it(chapter) -> bool:
 
 
 def reference(blocks: int, sm_count: int, per_sm: int, alone: float) -> float:
-    """The plan's own arithmetic for an unsplit launch (dispatch._features, then dispatch.waves)."""
+    """The plan's own arithmetic for an unsplit launch (dispatch.features, then dispatch.waves)."""
     rounds, last = divmod(-(-blocks // sm_count), per_sm)
     return float(dispatch.waves(float(rounds), False, last / per_sm, alone, per_sm))
 

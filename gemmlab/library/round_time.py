@@ -6,7 +6,7 @@ fewer blocks than the SM holds is quicker, as they share the SM with fewer other
 proportion: one block alone takes `alone` of a full round (fitted per configuration: 64 threads
 alone leave most of an SM idle, 256 much less), and a last round of j blocks lies on the line
 between one block alone and a full round. This file is the exercise's solution; the checker compares
-a learner's function with dispatch's own arithmetic (dispatch._features and dispatch.waves).
+a learner's function with dispatch's own arithmetic (dispatch.features and dispatch.waves).
 """
 
 

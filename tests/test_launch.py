@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from gemmlab import plan, spec
+from gemmlab import launch as plan, spec
 
 
 def test_a_large_multiple_of_the_tile_has_nothing_to_report():

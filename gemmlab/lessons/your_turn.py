@@ -1,10 +1,11 @@
-"""Your turn: the exercise cells of every kernel chapter (gemmlab/exercises.py does the work)."""
+"""Your turn: the exercise cells of every kernel chapter (gemmlab/exercises.py does the work). The `*_of`
+functions take an exercise's spec, so that chapter 14's (gemmlab/library/lessons.py) uses them too."""
 from __future__ import annotations
 
 import difflib
 import sys
 
-from .. import exercises, plan_exercise
+from .. import exercises
 from ..files import UnusableDirectory
 from .display import markdown, table
 
@@ -12,8 +13,6 @@ _hints_shown: dict[str, int] = {}
 
 
 def _spec(chapter):
-    if plan_exercise.is_it(chapter):          # chapter 14's exercise is Python
-        return plan_exercise.SPEC
     try:
         return exercises.spec_of(chapter)
     except (exercises.NoExercise, LookupError) as exc:
@@ -35,8 +34,11 @@ def exercise(chapter: str, fresh: bool = False) -> None:
     """The task, and the learner's copy of the starter (made on first use) with a link that opens it
     in JupyterLab's editor. fresh=True starts over from the starter, keeping the old copy beside it."""
     spec = _spec(chapter)
-    if spec is None:
-        return
+    if spec is not None:
+        exercise_of(spec, fresh)
+
+
+def exercise_of(spec, fresh: bool = False) -> None:
     try:
         path = exercises.start_spec(spec, fresh=fresh)
     except UnusableDirectory as exc:
@@ -61,18 +63,17 @@ def check(chapter: str, file: str | None = None) -> None:
     chapter's kernel and cuBLAS; without one, what can be checked without it."""
     if _spec(chapter) is None:
         return
-    print(_verdict(chapter, file))
-
-
-def _verdict(chapter: str, file: str | None = None):
-    return plan_exercise.check(file) if plan_exercise.is_it(chapter) else exercises.check(chapter, file)
+    print(exercises.check(chapter, file))
 
 
 def hint(chapter: str) -> None:
     """The next hint (one more each call; they start again after the last)."""
     spec = _spec(chapter)
-    if spec is None:
-        return
+    if spec is not None:
+        hint_of(spec)
+
+
+def hint_of(spec) -> None:
     hints = spec.exercise.hints
     n = _hints_shown.get(spec.name, 0) % len(hints)
     _hints_shown[spec.name] = n + 1
@@ -82,8 +83,11 @@ def hint(chapter: str) -> None:
 def solution(chapter: str) -> None:
     """The answer: the diff from the starter to the chapter's own kernel."""
     spec = _spec(chapter)
-    if spec is None:
-        return
+    if spec is not None:
+        solution_of(spec)
+
+
+def solution_of(spec) -> None:
     diff = difflib.unified_diff(exercises.starter_text(spec).splitlines(), spec.path.read_text().splitlines(),
                                 f"starter ({spec.path.name})", getattr(spec, "source_label", f"kernels/{spec.path.name}"),
                                 lineterm="", n=1)
@@ -93,12 +97,12 @@ def solution(chapter: str) -> None:
 def progress() -> None:
     """Which exercises pass on this machine: each learner's file that exists, checked now."""
     rows = []
-    for spec in sorted([*exercises.chapters(), plan_exercise.SPEC], key=lambda s: s.name):
+    for spec in exercises.chapters():
         path = exercises.learner_file(spec)
         if not path.exists():
             rows.append([spec.title, "not started", "-"])
             continue
-        verdict = _verdict(spec.name[:2])
+        verdict = exercises.check(spec.name[:2])
         failed = next((text for ok, text in verdict.lines if not ok), "")
         rows.append([spec.title, verdict.summary, failed.splitlines()[0] if failed else "-"])
     markdown(table(["chapter", "verdict", "first problem"], rows)

@@ -1,0 +1,146 @@
+"""gemmlab.matmul's training and its suite: the shapes the plan is trained and measured on, and the
+measurements behind its model and its table (`record --matmul-training`, `record --matmul`)."""
+from __future__ import annotations
+
+from .. import bench, library
+from ..library import dispatch
+from ..spec import Problem
+
+bench_matmul = library.bench_matmul
+
+MATMUL_SUITE = (tuple((s, s, s) for s in (128, 192, 320, 640, 768, 1536, 2000, 2500, 3072, 4000, 5000, 6144, 8192, 10240))
+                + tuple((s, s, s) for s in (1023, 2049, 4093, 5003))
+                + tuple((m, 4096, 4096) for m in (1, 4, 32, 64, 256)) + ((4096, 8, 4096),)
+                + ((4096, 11008, 4096), (4096, 4096, 11008), (2048, 14336, 4096), (512, 4096, 4096))
+                + ((1024, 1024, 32768), (8192, 8192, 128)))
+MATMUL_REPS = 25
+
+
+def _training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
+    """Shapes drawn log-uniformly from 16 to 8192 per dimension, half of them rounded to multiples of
+    128: what the fit of gemmlab.matmul's model learns from beyond the square sizes, chosen by a
+    seeded draw, never from the suite it is judged on."""
+    import random
+    rng = random.Random(seed)
+    shapes = []
+    while len(shapes) < count:
+        shape = tuple(max(16, round(2 ** rng.uniform(4, 13))) for _ in range(3))
+        if len(shapes) % 2:
+            shape = tuple(max(128, d // 128 * 128) for d in shape)
+        if shape not in MATMUL_SUITE and shape not in shapes:
+            shapes.append(shape)
+    return tuple(shapes)
+
+
+def _skinny_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
+    """Skinny shapes: M (or, every other one, N) drawn log-uniformly from 1 to 128, the other two
+    from 512 to 16384, by a seeded draw, none of them in the suite: where a memory-bound kernel and
+    the tiled ones meet."""
+    import random
+    rng = random.Random(seed)
+    shapes = []
+    while len(shapes) < count:
+        short = max(1, round(2 ** rng.uniform(0, 7)))
+        long_, k = (round(2 ** rng.uniform(9, 14)) for _ in range(2))
+        shape = (short, long_, k) if len(shapes) % 2 == 0 else (long_, short, k)
+        if shape not in MATMUL_SUITE and shape not in shapes:
+            shapes.append(shape)
+    return tuple(shapes)
+
+
+def _aligned_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
+    """Shapes drawn log-uniformly from 512 to 8192 per dimension, rounded to multiples of 8 but not of
+    128: rows that start 16-byte aligned, tiles that do not fit. Where a few edge tiles take a slow
+    copy path and the rest do not, by a seeded draw, none of them in the suite."""
+    import random
+    rng = random.Random(seed)
+    shapes = []
+    while len(shapes) < count:
+        shape = tuple(round(2 ** rng.uniform(9, 13) / 8) * 8 for _ in range(3))
+        if any(d % 128 for d in shape[:2]) and shape not in MATMUL_SUITE and shape not in shapes:
+            shapes.append(shape)
+    return tuple(shapes)
+
+
+def _short_side_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
+    """Shapes with one short side: M (or, every other one, N) drawn log-uniformly from 128 to 1024, the
+    other two from 2048 to 16384, half of them rounded to multiples of 8, by a seeded draw, none of them
+    in the suite. Large tiles make a grid that fills part of the GPU there (a transformer layer at a
+    small batch), and small tiles, a split or a last wave's split compete."""
+    import random
+    rng = random.Random(seed)
+    shapes = []
+    while len(shapes) < count:
+        short = round(2 ** rng.uniform(7, 10))
+        long_, k = (round(2 ** rng.uniform(11, 14)) for _ in range(2))
+        shape = (short, long_, k) if len(shapes) % 2 == 0 else (long_, short, k)
+        if len(shapes) % 4 < 2:
+            shape = tuple(max(8, round(d / 8) * 8) for d in shape)
+        if shape not in MATMUL_SUITE and shape not in shapes:
+            shapes.append(shape)
+    return tuple(shapes)
+
+
+# Where `record --matmul` times the plan's best few options (DISPATCH_TRIES of them) for the fit.
+DISPATCH_TRAINING_SHAPES = (_training_shapes(48, seed=17) + _skinny_training_shapes(32, seed=12)
+                            + _aligned_training_shapes(24, seed=23) + _short_side_training_shapes(16, seed=29))
+DISPATCH_TRIES = 4
+# The grid of the final chapter's heatmap of gemmlab.matmul against cuBLAS (`record --matmul`): M and N
+# over these sizes, at each of these K; before dispatch (the final kernel at its defaults) and after.
+HEATMAP_SIZES = (256, 512, 1024, 2048, 4096, 8192)
+HEATMAP_K = (256, 4096)
+
+
+def measure_suite(shapes, reps: int, progress: bool = True) -> list[dict]:
+    """gemmlab.matmul against cuBLAS FP32 at each shape, as bench_matmul times it, with the plan it ran."""
+    from tqdm.auto import tqdm
+    rows = []
+    for shape in tqdm(shapes, desc="gemmlab.matmul against cuBLAS", disable=not progress):
+        m = bench_matmul(shape, reps=reps)
+        plan = dispatch.plan(*shape)
+        rows.append({**m.as_row(), "kernel": "matmul", "params": plan.params, "plan_kernel": plan.spec.name,
+                     "predicted_us": plan.predicted_us, "peeled": plan.core is not None,
+                     "staged": bool(plan.stage_ldb)})
+    return rows
+
+
+def measure_training(shapes, tries: int, progress: bool = True) -> list[dict]:
+    """At each shape, the plan's `tries` best options by the model, and the best option of each of up to
+    dispatch.RUNNERS_UP kernels those leave out, each validated then timed against cuBLAS: what the
+    model is refitted on (research.fit.training_rows), where its choices are made. The other kernels' best
+    are there for the model's mistakes against them: a kernel it under-rates is otherwise never timed."""
+    from tqdm.auto import tqdm
+    dev, gpu = dispatch.device_facts()
+    m = dispatch.model(dev["name"])
+    jobs = []
+    for shape in shapes:
+        found, _ = dispatch.options(m, Problem(*shape), dev, gpu, True)
+        ranked = sorted(found, key=lambda o: (o.predicted_us, o.label))
+        seen = []
+        for o in ranked:
+            if len(seen) < tries and (o.launch.spec, o.launch.params) not in seen:
+                seen.append((o.launch.spec, o.launch.params))
+        kernels, others = {spec.name for spec, _ in seen}, []
+        for o in ranked:
+            if o.launch.spec.name not in kernels and len(others) < dispatch.RUNNERS_UP:
+                kernels.add(o.launch.spec.name)
+                others.append((o.launch.spec, o.launch.params))
+        jobs += [(spec, params, shape) for spec, params in seen + others]
+    return [bench.bench(spec, params, shape, budget_s=0.25).as_row()
+            for spec, params, shape in tqdm(jobs, desc="gemmlab.matmul's training shapes", disable=not progress)]
+
+
+def measure_heatmap(spec, sizes, ks, progress: bool = True) -> list[dict]:
+    """Over M, N in `sizes` and K in `ks`: the ratio to cuBLAS of `spec` at its defaults (one kernel at
+    one configuration: before dispatch) and of gemmlab.matmul (after), each timed interleaved with
+    cuBLAS in its own run, validated first."""
+    from tqdm.auto import tqdm
+    rows = []
+    for shape in tqdm([(m, n, k) for k in ks for m in sizes for n in sizes], desc="before and after dispatch",
+                      disable=not progress):
+        before = bench.bench(spec, spec.defaults, shape, budget_s=0.3)
+        after = bench_matmul(shape)
+        rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "kernel": spec.name,
+                     "before_ratio": before.ratio, "after_ratio": after.ratio, "plan": after.params["plan"],
+                     "cublas_gflops": after.cublas_gflops})
+    return rows
