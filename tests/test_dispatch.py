@@ -12,7 +12,7 @@ import pytest
 
 from gemmlab import arch, identity, records, registry
 from gemmlab.library import dispatch
-from gemmlab.research import fit
+from gemmlab.research import fit, training
 from gemmlab.spec import BadProblem, Problem
 
 H100 = {"name": "NVIDIA H100 80GB HBM3", "arch": "sm_90", "sm_count": 132, "clock_mhz": 1980.0,
@@ -104,11 +104,13 @@ def test_the_fit_picks_the_fastest_at_shapes_it_never_saw():
     ladder = rec.data["ladder"]
     shapes = sorted({records.shape_key(r) for r in ladder})
     assert len(shapes) == 8
+    trained = training.rows_of(rec)
     for shape in shapes:
         held_out = copy.deepcopy(rec.data)
-        for section in ("results", "final_search", "ladder", "dispatch_training"):
+        for section in ("results", "final_search", "ladder"):
             held_out[section] = [r for r in held_out.get(section, []) if records.shape_key(r) != shape]
-        fitted = fit.fit(records.Record(rec.path, held_out), resources)
+        fitted = fit.fit(records.Record(rec.path, held_out), resources,
+                         [r for r in trained if records.shape_key(r) != shape])
         (_, picked_us, picked), (_, best_us, best), errors = _ladder_choice(
             _model_of(fitted), shape, [r for r in ladder if records.shape_key(r) == shape])
         assert picked_us <= 1.03 * best_us, f"{shape}: picked {picked} ({picked_us:.0f} us), {best} ran {best_us:.0f} us"
@@ -200,17 +202,17 @@ def test_a_kernel_changed_since_the_fit_is_left_out(tmp_path, monkeypatch):
 
 def test_the_fit_leaves_out_training_rows_timed_on_older_code_of_their_kernel():
     rec = records.latest()
-    current = copy.deepcopy(rec.data)
-    rows = [r for r in current["dispatch_training"] if r["kernel"] == "13_split_k"]
+    current = copy.deepcopy(training.rows_of(rec))
+    rows = [r for r in current if r["kernel"] == "13_split_k"]
     assert rows
     for r in rows:
         r["source"] = identity.code_hash(registry.get("13_split_k").path)
     changed = copy.deepcopy(current)
-    for r in [r for r in changed["dispatch_training"] if r["kernel"] == "13_split_k"][::2]:
+    for r in [r for r in changed if r["kernel"] == "13_split_k"][::2]:
         r["source"] = "0" * 16
-    kept = fit.training_rows(records.Record(rec.path, changed))
+    kept = fit.training_rows(rec, changed)
     assert all(r.get("source") != "0" * 16 for r in kept)
-    assert len(kept) == len(fit.training_rows(records.Record(rec.path, current))) - len(rows[::2])
+    assert len(kept) == len(fit.training_rows(rec, current)) - len(rows[::2])
 
 
 def test_a_damaged_model_falls_back_to_a_kernel_that_runs_the_shape(tmp_path, monkeypatch):

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from gemmlab import course, identity, records, registry
+from gemmlab.research import training
 
 
 def test_a_record_is_shipped():
@@ -45,7 +46,7 @@ def test_stale_source_is_refused(monkeypatch):
 
 def test_a_training_row_is_judged_by_its_own_source_where_it_has_one():
     record = records.latest()
-    row = next(r for r in record.data["dispatch_training"] if r["kernel"] == "13_split_k")
+    row = next(r for r in training.rows_of(record) if r["kernel"] == "13_split_k")
     current = identity.code_hash(registry.get("13_split_k").path)
     assert record.row_is_fresh({**row, "source": current})
     assert not record.row_is_fresh({**row, "source": "0" * 16}), "a row timed on other code is stale"
@@ -56,7 +57,7 @@ def test_a_training_row_is_judged_by_its_own_source_where_it_has_one():
 
 @pytest.mark.parametrize("record", records.load_all(), ids=lambda r: r.path.name)
 def test_every_training_row_of_the_record_was_timed_on_its_kernel_as_it_is(record):
-    stale = sorted({r["kernel"] for r in record.data.get("dispatch_training", []) if not record.row_is_fresh(r)})
+    stale = sorted({r["kernel"] for r in training.rows_of(record) if not record.row_is_fresh(r)})
     assert not stale, (f"{record.path.name}: training rows timed on older code of {stale}; run "
                        f"`python -m gemmlab record --matmul-refresh` on a GPU, then `python -m gemmlab fit`")
 
@@ -152,18 +153,19 @@ def test_latencies_are_recorded_and_ordered(record):
 
 
 @pytest.mark.gpu
-def test_refresh_times_anew_the_training_rows_of_older_code_and_only_those(tmp_path):
+def test_refresh_times_anew_the_training_rows_of_older_code_and_only_those(tmp_path, monkeypatch):
     from gemmlab import device
     from gemmlab.research import measure_all as recorder
     data = copy.deepcopy(records.latest().data)
-    small = sorted((r for r in data["dispatch_training"] if r["kernel"] == "13_split_k"),
+    small = sorted((r for r in training.rows_of(records.latest()) if r["kernel"] == "13_split_k"),
                    key=lambda r: r["M"] * r["N"] * r["K"])[:2]
     old, fresh = {**small[0], "source": "0" * 16}, small[1]
-    data["dispatch_training"] = [old, fresh]
     path = tmp_path / f"{records.slug(device.facts().name)}.json"
     path.write_text(json.dumps(data))
+    monkeypatch.setattr(training, "TRAINING_DIR", tmp_path / "training")
+    training.save_rows(path, [old, fresh])
     recorder.record(matmul_refresh=True, out_dir=tmp_path, progress=False)
-    again, kept = json.loads(path.read_text())["dispatch_training"]
+    again, kept = training.rows_of(records.Record(path, data))
     assert kept == fresh, "a row timed on the kernel as it is stays as it was"
     assert again["source"] == identity.code_hash(registry.get("13_split_k").path)
     assert (again["params"], records.shape_key(again)) == (old["params"], records.shape_key(old))

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import files, records, registry
+from . import training
 from ..compile import compile_kernel, precompile
 from ..library.dispatch import (STREAMING_REACH, blocks_per_sm, config_key, copy_path, features, fitted_path, pieces_of,
                                 split_variants, unsplit, waves)
@@ -29,13 +30,14 @@ RAGGED_GRID = tuple(np.round(np.arange(0.0, 2.0 + 1e-9, 0.05), 2))
 OWN_ALONE_ROWS = 3
 # A configuration becomes a candidate when it was among its kernel's fastest few at a recorded shape.
 KEEP_PER_SHAPE = 3
-def training_rows(rec: records.Record) -> list[dict]:
+def training_rows(rec: records.Record, trained: list[dict] | None = None) -> list[dict]:
     """The record's validated timings (the sliders' configurations at three sizes, the final chapter's
     per-shape search, the ladder's eight shapes, and the plan's own training shapes once `record
     --matmul-training` has run) of kernels that stage K tiles (the model's per-step cost needs them),
-    leaving out timings of a kernel whose code changed since they were made."""
+    leaving out timings of a kernel whose code changed since they were made. `trained`: the training rows
+    (default: those recorded beside `rec`, research/training.rows_of)."""
     rows = [*rec.data["results"], *rec.data.get("final_search", []), *rec.data.get("ladder", []),
-            *rec.data.get("dispatch_training", [])]
+            *(training.rows_of(rec) if trained is None else trained)]
     ridge = ridge_of(rec.device)
     return [r for r in rows if rec.row_is_fresh(r)
             and registry.KERNELS[r["kernel"]].k_tile is not None
@@ -74,12 +76,13 @@ def _fit_one(waves: np.ndarray, steps: np.ndarray, us: np.ndarray,
     return float(a), float(b), float(err @ err)
 
 
-def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None) -> dict:
+def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None,
+        trained: list[dict] | None = None) -> dict:
     """The model, fitted to `rec`: what gemmlab/fitted/ keeps. `resources` maps a candidate's key to
     (registers, static shared memory) of its build for the record's GPU; compiled where missing."""
     dev = rec.device
     arch = f"sm_{dev['compute_capability'][0]}{dev['compute_capability'][1]}"
-    rows = training_rows(rec)
+    rows = training_rows(rec, trained)
     configs = candidate_configs(rows)
     resources = dict(resources or {})
     precompile([(kernel, params, arch) for kernel, params in configs if config_key(kernel, params) not in resources])

@@ -210,8 +210,8 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
 
     if matmul_refresh:                         # launches timed on older code of their kernel, timed anew
         old = records.Record(path, data)
-        stale = [r for r in data.get("dispatch_training", []) if r["kernel"] in registry.KERNELS
-                 and not old.row_is_fresh(r)]
+        trained = training.rows_of(old)
+        stale = [r for r in trained if r["kernel"] in registry.KERNELS and not old.row_is_fresh(r)]
         jobs = [(registry.get(r["kernel"]), r["params"], records.shape_key(r)) for r in stale]
         _precompile([(spec, cfg) for spec, cfg, _ in jobs], progress)
         bar = tqdm(total=len(jobs), desc="training launches timed anew", disable=not progress)
@@ -220,14 +220,14 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
             for spec, cfg, shape in jobs[start:start + REFRESH_SAVE_EVERY]:
                 done.append(bench.bench(spec, cfg, shape, budget_s=0.25).as_row())
                 bar.update()
-            data["dispatch_training"] = _merged(data["dispatch_training"], dated(done))
-            _save(path, data)
+            trained = _merged(trained, dated(done))
+            training.save_rows(path, trained)
         bar.close()
     if matmul_training:                        # the plan's best few options where it chooses (its own model's)
         new = dated(training.measure_training(training.DISPATCH_TRAINING_SHAPES, training.DISPATCH_TRIES, progress))
         # added to the earlier rounds' rows (a new timing of the same launch replaces the old): what an
         # earlier model chose and the GPU disproved stays in the fit, so a refit cannot choose it again
-        data["dispatch_training"] = _merged(data.get("dispatch_training", []), new)
+        training.save_rows(path, _merged(training.rows_of(records.Record(path, data)), new))
     if matmul:
         data["matmul_suite"] = [{**r, **today} for r in training.measure_suite(training.MATMUL_SUITE, training.MATMUL_REPS,
                                                                               progress)]

@@ -2,9 +2,40 @@
 measurements behind its model and its table (`record --matmul-training`, `record --matmul`)."""
 from __future__ import annotations
 
-from .. import bench, library
+import json
+from pathlib import Path
+
+from .. import bench, files, library, records
 from ..library import dispatch
 from ..spec import Problem
+
+# The plan's training rows (`record --matmul-training`), kept beside the record they belong to but out of
+# it: the course's record, which ships, holds what the chapters show.
+TRAINING_DIR = Path(__file__).resolve().parent / "data"
+
+
+def training_path(record_path: Path) -> Path:
+    return TRAINING_DIR / f"{record_path.stem}.training.json"
+
+
+def rows_of(rec: records.Record) -> list[dict]:
+    """The training rows recorded for `rec`'s GPU (none where training never ran there)."""
+    path = training_path(rec.path)
+    if not path.exists():
+        return []
+    try:
+        return json.loads(path.read_text())["dispatch_training"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise records.NotRecorded(f"the training rows {path} cannot be read ({exc}); restore the file from the "
+                                  f"repository, or time them anew: `python -m gemmlab record --matmul-training`") \
+            from None
+
+
+def save_rows(record_path: Path, rows: list[dict]) -> None:
+    """Whole or not at all, beside the record."""
+    path = training_path(record_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    files.write_atomic(path, json.dumps({"record": record_path.name, "dispatch_training": rows}, indent=1) + "\n")
 
 bench_matmul = library.bench_matmul
 
