@@ -43,6 +43,7 @@ def _resources(fitted: dict) -> dict:
             for c in fitted["candidates"]}
 
 
+@pytest.mark.slow     # a refit of the model (the heavy tier)
 def test_the_frozen_model_is_the_fit_of_the_shipped_record(frozen):
     """`python -m gemmlab fit` made gemmlab/fitted/ from the record: refitting gives the same model
     (the builds' registers as they were then: ptxas may vary by a register between hosts)."""
@@ -93,6 +94,7 @@ def _ladder_choice(model: dispatch.Model, shape, rows):
     return min(picked), min(picked, key=lambda x: x[1]), [abs(p / t - 1) for p, t, _ in picked]
 
 
+@pytest.mark.slow     # a refit of the model (the heavy tier)
 def test_the_fit_picks_the_fastest_at_shapes_it_never_saw():
     """Leave each of the ladder's eight shapes out of every part of the record, refit, and ask the
     model which of the ladder's configurations (one per kernel) is fastest there: what it picks must
