@@ -5,8 +5,7 @@ import pytest
 from gemmlab import bench, course, records, registry
 from gemmlab.research import training
 from gemmlab import launch as plan
-from gemmlab.library import dispatch
-from gemmlab.lessons.chapter12 import fastest_at_regime_shapes
+from gemmlab.library import dispatch, time_model
 from gemmlab.spec import Problem
 
 SPEC = registry.KERNELS["12_skinny"]
@@ -66,10 +65,10 @@ def test_a_streaming_kernel_is_offered_only_on_the_memory_bound_side():
     """Past STREAMING_REACH x the ridge a shape has reuse to exploit: the plan does not offer the
     streaming kernel there, and says why when asked for a shape's options."""
     dev, gpu = dispatch.device_facts()
-    m = dispatch.model(dev["name"])
+    m = time_model.model(dev["name"])
     ridge = plan.ridge(dev)
     square = Problem(2048, 2048, 2048)
-    assert square.intensity > dispatch.STREAMING_REACH * ridge
+    assert square.intensity > time_model.STREAMING_REACH * ridge
     found, refused = dispatch.options(m, square, dev, gpu, True)
     assert not any(o.launch.spec.streams for o in found)
     assert any("memory-bound-shapes" in r for r in refused)
@@ -82,5 +81,6 @@ def test_a_streaming_kernel_is_offered_only_on_the_memory_bound_side():
 def test_the_record_times_every_regime_shape():
     """The regime table has a row for each of the kernel's regime shapes (what the chapter's words on it say
     is checked by claim markers in the notebook, gemmlab.research.claims)."""
+    from gemmlab.lessons.chapter12 import fastest_at_regime_shapes   # the lessons need ipywidgets
     best = fastest_at_regime_shapes(records.latest(), SPEC)
     assert sorted(best) == sorted(tuple(s) for s in SPEC.regime_shapes)

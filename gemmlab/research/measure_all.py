@@ -183,8 +183,8 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
     if facts is None:
         raise RuntimeError(device.why_unavailable())
     path = (out_dir or records.own_dir()) / f"{records.slug(facts.name)}.json"
-    training = matmul_training or matmul_refresh
-    everything = not (kernels or ladder or final or profiles or memory or matmul or training)
+    plan_only = matmul_training or matmul_refresh
+    everything = not (kernels or ladder or final or profiles or memory or matmul or plan_only)
     # read what is there before measuring: a damaged file stops us now, not after an hour
     data = {"results": [], "sources": {}, "ncu": {}}
     if not everything and path.exists():
@@ -196,7 +196,7 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
     data["results"] = [r for r in data["results"] if r["kernel"] in registry.KERNELS]
     data["sources"] = {k: v for k, v in data["sources"].items() if k in registry.KERNELS}
     data["ncu"] = {k: v for k, v in data["ncu"].items() if k in registry.KERNELS}
-    alone = (matmul or training) and not (kernels or ladder or final or profiles or memory)
+    alone = (matmul or plan_only) and not (kernels or ladder or final or profiles or memory)
     if alone and "device" not in data:
         raise RuntimeError(f"there is no record of this GPU at {path} to add gemmlab.matmul's measurements to; "
                            f"record everything first: `python -m gemmlab record`")
