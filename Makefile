@@ -65,11 +65,15 @@ lab: env-lab
 # make test: what a contributor runs after every change. The heavy tier (tests marked slow: every
 # architecture, every extreme configuration, refits; and the browser tests) is make test-slow, which CI
 # runs too.
+# WORKERS: pytest-xdist processes, one test file or notebook each at a time (default: one per core; 0: none,
+# as for tests that time something and need the GPU to themselves).
+WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+XDIST = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile)
 test: env
-	$(PY) -m pytest --nbval --nbval-current-env -m "not slow and not browser" $(PYTEST_ARGS) tests notebooks
+	$(PY) -m pytest --nbval --nbval-current-env -m "not slow and not browser" $(XDIST) $(PYTEST_ARGS) tests notebooks
 
 test-slow: env
-	$(PY) -m pytest -m "slow or browser" $(PYTEST_ARGS) tests
+	$(PY) -m pytest -m "slow or browser" $(XDIST) $(PYTEST_ARGS) tests
 
 # $(call borrowing_env,DIR,PACKAGES): a second small environment in DIR that holds only PACKAGES and
 # borrows everything else from $(VENV) (a path line, so $(VENV)'s editable gemmlab is not used there:
@@ -90,7 +94,7 @@ WIDGETS7_PKGS = "ipywidgets==7.7.5" "widgetsnbextension~=3.6.0" "jupyterlab-widg
 test-widgets7: env
 	$(call borrowing_env,$(WIDGETS7),$(WIDGETS7_PKGS))
 	PYTHONPATH=$(CURDIR) GEMMLAB_EXPECT_IPYWIDGETS=7 $(WIDGETS7)/bin/python -m pytest -p no:cacheprovider --nbval --nbval-current-env \
-	  tests/test_widgets.py notebooks
+	  $(XDIST) tests/test_widgets.py notebooks
 	GEMMLAB_BROWSER_LAB_PYTHON=$(abspath $(WIDGETS7))/bin/python $(PY) -m pytest -p no:cacheprovider \
 	  tests/test_browser.py -k "learners_loop or quietly"
 
@@ -100,8 +104,8 @@ CUDA12 = .venv-cuda12
 CUDA12_PKGS = "nvidia-cuda-nvrtc-cu12==12.9.86" "cuda-bindings>=12.9,<13"
 test-cuda12: env
 	$(call borrowing_env,$(CUDA12),$(CUDA12_PKGS))
-	PYTHONPATH=$(CURDIR) GEMMLAB_EXPECT_NVRTC=12. $(CUDA12)/bin/python -m pytest -p no:cacheprovider \
-	  tests/test_compile.py tests/test_arch.py
+	PYTHONPATH=$(CURDIR) GEMMLAB_EXPECT_NVRTC=12. $(CUDA12)/bin/python -m pytest -p no:cacheprovider $(XDIST) \
+	  tests/test_compile.py tests/test_compile_matrix.py tests/test_arch.py
 
 # The whole suite again on the oldest Python gemmlab supports, 3.10, in an environment of its own, where
 # one is installed (pyenv's, or python3.10 on the PATH); elsewhere it says so and passes.
