@@ -2,48 +2,12 @@
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import sys
 from pathlib import Path
 
-from . import device, registry
-from .spec import BadProblem, IllegalConfig, Problem, UnsupportedShape
-
-
-class UsageError(ValueError):
-    """A mistake in the command line: one line to stderr, exit status 2."""
-
-
-def _defines(pairs: list[str]) -> dict[str, int]:
-    out = {}
-    for pair in pairs or []:
-        pair = pair[2:] if pair.startswith("-D") else pair
-        name, sep, value = pair.partition("=")
-        if not sep or not name or not re.fullmatch(r"-?[0-9]+", value):   # not isdigit: it takes '²'
-            raise UsageError(f"-D expects NAME=INTEGER (for example -D TILE=32), got {pair!r}")
-        if name in out:
-            raise UsageError(f"-D {name} is given twice ({out[name]} and {value}); give it once")
-        out[name] = int(value)
-    return out
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
-
-
-def _arch(text: str) -> str:
-    from . import arch
-    try:
-        return arch.get(text).name
-    except arch.UnknownArch as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+from . import cli_args, device, registry
+from .cli_args import UsageError
+from .spec import BadProblem, IllegalConfig, UnsupportedShape
 
 
 def cmd_archs(args) -> int:
@@ -59,7 +23,7 @@ def cmd_archs(args) -> int:
     elif args.define:              # not the defaults: nothing precomputed holds
         if not args.kernel:
             raise UsageError("-D sets a tunable of one kernel: name it (for example `archs 05 -D BM=64`)")
-        defines = _defines(args.define)
+        defines = cli_args.defines(args.define)
         for kernel in args.kernel:     # a configuration no architecture may run is a mistake: IllegalConfig, exit 2
             registry.get(kernel).resolve(defines)
         rows = support.matrix(args.kernel, args.arch or None, defines, progress=True)
@@ -105,7 +69,7 @@ def cmd_info(args) -> int:
 def cmd_compile(args) -> int:
     from .compile import CompileError, compile_kernel
     try:
-        print(compile_kernel(args.kernel, _defines(args.define), args.arch).report())
+        print(compile_kernel(args.kernel, cli_args.defines(args.define), args.arch).report())
     except (IllegalConfig, CompileError, registry.UnknownKernel) as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -115,7 +79,7 @@ def cmd_compile(args) -> int:
 def cmd_sass(args) -> int:
     from . import sass
     from .compile import compile_kernel
-    build = compile_kernel(args.kernel, _defines(args.define), args.arch)
+    build = compile_kernel(args.kernel, cli_args.defines(args.define), args.arch)
     print(sass.disassemble(build) if args.full else sass.summary(build))
     return 0
 
@@ -129,46 +93,18 @@ def cmd_plan(args) -> int:
         from . import launch
         if args.ld:
             raise UsageError("--ld goes with the dispatcher's plan (no --kernel): a kernel's launch is for packed rows")
-        print(launch.launch(*args.size, kernel=args.kernel, params=_defines(args.define)))
+        print(launch.launch(*args.size, kernel=args.kernel, params=cli_args.defines(args.define)))
         return 0
     from .library import dispatch
-    _problem(args.size, args.ld)                 # sizes and strides checked as a user's mistake first
+    cli_args.problem_of(args.size, args.ld)                 # sizes and strides checked as a user's mistake first
     print(dispatch.plan(*args.size, *(args.ld or ())))
     return 0
-
-
-def _output_file(text: str, what: str, flag: str = "--out") -> Path:
-    """The file a command will write, checked before it starts working (a fit takes minutes): UsageError naming
-    it and what to give instead, where it is empty, a folder, or in a folder that is missing or not writable."""
-    if not text.strip():
-        raise UsageError(f"{what} '' names no file: give the path of the file to write (for example {flag} model.json)")
-    path = Path(text).expanduser()
-    if path.is_dir() or text.endswith("/"):
-        raise UsageError(f"{what} {text} is a folder: give the path of a file to write in it (for example "
-                         f"{flag} {path / 'model.json'})")
-    if path.exists() and not path.is_file():
-        raise UsageError(f"{what} {text} is not a plain file: give the path of a file to write")
-    folder = path.parent
-    if not folder.exists():
-        raise UsageError(f"{what} {text}: the folder {folder} does not exist; make it first (mkdir -p {folder}) "
-                         f"or give {flag} a file elsewhere")
-    if not folder.is_dir():
-        raise UsageError(f"{what} {text}: {folder} is not a folder; give the path of a file in a folder")
-    import tempfile
-    try:                               # what the write will do: a temporary file beside it, renamed over it
-        fd, probe = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise UsageError(f"{what} {text}: cannot write in the folder {folder} ({exc.strerror or exc}); "
-                         f"give {flag} a file elsewhere") from None
-    return path
 
 
 def cmd_fit(args) -> int:
     """Fit gemmlab.matmul's model to the newest record and freeze it into gemmlab/fitted/."""
     from . import compile as compiler, records
-    from .library import dispatch
+    from .library import time_model
     try:
         from .research import fit
     except ImportError:                     # a wheel: the research part stays in the repository
@@ -176,8 +112,8 @@ def cmd_fit(args) -> int:
         return 2
     record = records.latest()
     # where it writes, and the compile cache it fills, checked before minutes of work
-    out = (_output_file(args.out, "--out") if args.out is not None else
-           _output_file(str(dispatch.fitted_path(record.device["name"])), "the fitted model's file"))
+    out = (cli_args.output_file(args.out, "--out") if args.out is not None else
+           cli_args.output_file(str(time_model.fitted_path(record.device["name"])), "the fitted model's file"))
     compiler.cache_dir()
     fitted = fit.fit(record)
     path = fit.write(fitted, out)
@@ -199,7 +135,7 @@ def cmd_bench(args) -> int:
                 from . import library
                 m = library.bench_matmul(size, reps=args.reps)
             else:
-                m = bench.bench(kernel, _defines(args.define), size, reps=args.reps)
+                m = bench.bench(kernel, cli_args.defines(args.define), size, reps=args.reps)
         except (IllegalConfig, UnsupportedShape, bench.ValidationFailed) as exc:
             print(exc, file=sys.stderr)
             return 2
@@ -215,27 +151,15 @@ def cmd_bench(args) -> int:
     return 0
 
 
-def _problem(size, ld=None) -> Problem:
-    """The shape from --size, with the leading dimensions from --ld (rows padded) if given."""
-    try:
-        problem = Problem(*size)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    try:
-        return Problem(*size, *ld) if ld else problem
-    except ValueError as exc:
-        raise UsageError(f"--ld: {exc}; each leading dimension is at least its row (K for A, N for B and C)") from None
-
-
 def cmd_run(args) -> int:
     """One launch on fresh random inputs, then validation: what a profiler wraps."""
     from . import bench
-    ops = bench.Operands.random(_problem(args.size or (2048, 2048, 2048), args.ld))
+    ops = bench.Operands.random(cli_args.problem_of(args.size or (2048, 2048, 2048), args.ld))
     if args.kernel == "cublas":   # the baseline, for profiling it the same way
         bench.cublas_sgemm(ops)
         label = "cuBLAS FP32"
     else:
-        kernel = bench.Kernel(args.kernel, _defines(args.define))
+        kernel = bench.Kernel(args.kernel, cli_args.defines(args.define))
         kernel(ops)
         label = f"{kernel.spec.name} [{kernel.spec.config_label(kernel.params)}]"
     check = bench.check(ops)
@@ -254,34 +178,6 @@ def cmd_sweep(args) -> int:
         print(f"{spec.config_label(m.params):<24} {m.gflops:>9.0f} GFLOP/s {m.ratio:>7.1%} of cuBLAS "
               f"({m.cublas_gflops:.0f})  spread {m.kernel_time.spread:.1%}  err {m.check.rel_err:.1e}")
     return 0
-
-
-def _tune_plan(args) -> tuple[tuple, dict]:
-    """The size and the --only sets of a tune, checked before any GPU work: how many configurations,
-    about how long, and a refusal above --max."""
-    from . import tune
-    size = tuple(args.size) if args.size else (4096, 4096, 4096)
-    only = {}
-    for pair in args.only or []:
-        name, _, values = pair.partition("=")
-        if not name or not all(re.fullmatch(r"-?[0-9]+", v) for v in values.split(",")):
-            raise UsageError(f"--only expects NAME=V1,V2,... with whole numbers (for example --only TILE=16,32), "
-                             f"got {pair!r}")
-        if name in only:
-            raise UsageError(f"--only {name} is given twice; give its values once: --only {name}=V1,V2")
-        only[name] = {int(v) for v in values.split(",")}
-    if args.sliders:                           # the values the chapter's sliders offer, unless --only says
-        only = {p.name: set(p.offered) for p in registry.get(args.kernel).params} | only
-    count = len(tune.candidates(args.kernel, only))
-    # about a second each: compile, validate, time against cuBLAS (measured: chapter 10's 60 slider
-    # configurations in about a minute on the H100)
-    minutes = round(count / 60)
-    print(f"{count} configurations to try, about {minutes} minute{'s' if minutes > 1 else ''}" if count >= 60 else
-          f"{count} configurations to try, about {count} seconds")
-    if count > args.max:
-        raise UsageError(f"{count} configurations are more than --max {args.max}: narrow the search with --sliders "
-                         f"or --only NAME=V1,V2 (or raise --max if you mean it)")
-    return size, only
 
 
 def cmd_tune(args) -> int:
@@ -369,7 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("info", help="the GPU (or 'no GPU') and toolchain versions").set_defaults(fn=cmd_info)
     p = sub.add_parser("archs", help="which kernels compile for which GPU architecture, and the rules that refuse")
     p.add_argument("kernel", nargs="*", help="kernels (default: all)")
-    p.add_argument("--arch", action="append", type=_arch, help="an architecture (default: all gemmlab knows)")
+    p.add_argument("--arch", action="append", type=cli_args.arch_name,
+                   help="an architecture (default: all gemmlab knows)")
     p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE", help="set a tunable (one kernel)")
     p.add_argument("--write", action="store_true",
                    help="compile the whole table at the defaults and write it where it ships "
@@ -379,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
                             ("sass", cmd_sass, "instruction mix (or --full disassembly)")):
         p = sub.add_parser(name, help=help_)
         p.add_argument("kernel", help="kernel name or chapter number: " + ", ".join(registry.KERNELS))
-        p.add_argument("--arch", default="sm_90", type=_arch)
+        p.add_argument("--arch", default="sm_90", type=cli_args.arch_name)
         p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE", help="set a tunable")
         if name == "sass":
             p.add_argument("--full", action="store_true")
@@ -389,8 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     # three positionals, not one of nargs=3: argparse cannot print a tuple metavar for a positional (help and
     # its "required" error both failed on it)
     for dim, rows in (("M", "rows of A and C"), ("N", "columns of B and C"), ("K", "columns of A, rows of B")):
-        p.add_argument(dim, type=_positive, help=rows)
-    p.add_argument("--ld", nargs=3, type=_positive, metavar=("LDA", "LDB", "LDC"),
+        p.add_argument(dim, type=cli_args.positive, help=rows)
+    p.add_argument("--ld", nargs=3, type=cli_args.positive, metavar=("LDA", "LDB", "LDC"),
                    help="row strides of A, B and C in floats (default: the rows are packed)")
     p.add_argument("--kernel", help="one kernel's launch instead: a kernel name or chapter number")
     p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE",
@@ -403,28 +300,28 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("bench", help="validate and time kernels against cuBLAS (GPU); 'matmul' times gemmlab.matmul")
     p.add_argument("kernel", nargs="+")
     p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE")
-    p.add_argument("--size", nargs=3, type=_positive, metavar=("M", "N", "K"))
-    p.add_argument("--reps", type=_positive, default=None)
+    p.add_argument("--size", nargs=3, type=cli_args.positive, metavar=("M", "N", "K"))
+    p.add_argument("--reps", type=cli_args.positive, default=None)
     p.set_defaults(fn=cmd_bench)
     p = sub.add_parser("run", help="launch once and validate (for profilers such as ncu) (GPU)")
     p.add_argument("kernel", help="a kernel, or 'cublas' for the baseline")
     p.add_argument("-D", "--define", action="append", metavar="NAME=VALUE")
-    p.add_argument("--size", nargs=3, type=_positive, metavar=("M", "N", "K"))
-    p.add_argument("--ld", nargs=3, type=_positive, metavar=("LDA", "LDB", "LDC"),
+    p.add_argument("--size", nargs=3, type=cli_args.positive, metavar=("M", "N", "K"))
+    p.add_argument("--ld", nargs=3, type=cli_args.positive, metavar=("LDA", "LDB", "LDC"),
                    help="row strides of A, B and C in floats (default: the rows are packed)")
     p.set_defaults(fn=cmd_run)
     p = sub.add_parser("sweep", help="every configuration the sliders offer, at one size (GPU)")
     p.add_argument("kernel")
-    p.add_argument("--size", nargs=3, type=_positive, metavar=("M", "N", "K"))
+    p.add_argument("--size", nargs=3, type=cli_args.positive, metavar=("M", "N", "K"))
     p.set_defaults(fn=cmd_sweep)
     p = sub.add_parser("tune", help="sweep, validate, time and remember the best configuration (GPU)")
     p.add_argument("kernel")
-    p.add_argument("--size", nargs=3, type=_positive, metavar=("M", "N", "K"))
+    p.add_argument("--size", nargs=3, type=cli_args.positive, metavar=("M", "N", "K"))
     p.add_argument("--only", action="append", metavar="NAME=V1,V2",
                    help="search only these values of a tunable (repeatable)")
-    p.add_argument("--top", type=_positive, default=15, help="how many of the best to list")
+    p.add_argument("--top", type=cli_args.positive, default=15, help="how many of the best to list")
     p.add_argument("--sliders", action="store_true", help="only the values the chapter's sliders offer")
-    p.add_argument("--max", type=_positive, default=300,
+    p.add_argument("--max", type=cli_args.positive, default=300,
                    help="refuse a search of more configurations than this (default 300, about 5 minutes)")
     p.set_defaults(fn=cmd_tune)
     p = sub.add_parser("check", help="check a chapter's exercise: static checks anywhere, correctness and speed on a GPU")
@@ -453,14 +350,14 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(fn=cmd_record)
     args = parser.parse_args(argv)
     from . import bench, records
-    from .library import dispatch
+    from .library import time_model
     from .compile import CompileError
     from .files import UnusableDirectory
     try:
         if args.command == "tune":
-            args.plan = _tune_plan(args)       # refused before asking for a GPU
+            args.plan = cli_args.tune_plan(args)       # refused before asking for a GPU
         if args.command in ON_GPU:             # a mistake in the kernels or -D said first, GPU or not
-            defines = _defines(getattr(args, "define", None))
+            defines = cli_args.defines(getattr(args, "define", None))
             named = args.kernel if isinstance(args.kernel, list) else [args.kernel]
             for name in named:
                 if name not in ("matmul", "cublas"):   # bench's library call, run's baseline
@@ -470,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return args.fn(args)
     except (UsageError, BadProblem, IllegalConfig, UnsupportedShape, registry.UnknownKernel, CompileError,
-            UnusableDirectory, bench.TooLarge, records.NotRecorded, records.StaleRecord, dispatch.NotFitted) as exc:
+            UnusableDirectory, bench.TooLarge, records.NotRecorded, records.StaleRecord, time_model.NotFitted) as exc:
         # a mistake in the input, not in gemmlab: its message, and how to fix it, without a traceback
         print(str(exc).splitlines()[0] if not isinstance(exc, CompileError) else exc, file=sys.stderr)
         return 2

@@ -1,4 +1,5 @@
-"""The chapters' exercises: the learner's copy of a kernel, and the checker.
+"""The chapters' exercises: the learner's copy of a kernel, and the checker (its verdict is verdict.py's;
+without a GPU, cpu_check.py checks correctness on the CPU).
 
 A kernel file marks its exercise with `// exercise: begin` and `// exercise: end` lines. The starter
 is the file with those lines' contents replaced by the spec's `Exercise.starter`, so it cannot drift
@@ -12,13 +13,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import device, registry, sass
+from . import cpu_check, device, registry, sass
 from .compile import CompileError, compile_kernel
 from .files import UnusableDirectory, private_dir, write_atomic
 from .spec import IllegalConfig, KernelSpec, Problem, UnsupportedShape
+from .verdict import Verdict, shape_words, shown_path
 
 BEGIN, END = "// exercise: begin", "// exercise: end"
 # Where a GPU check validates: shapes that are not multiples of any tile, K = 1, a padded
@@ -123,73 +124,6 @@ def attempts(spec: KernelSpec) -> list[Path]:
     return sorted(found, key=lambda p: int(re.sub(r"\D", "", p.name[len(path.stem):]) or 0))
 
 
-# --- the verdict -------------------------------------------------------------------------------
-
-@dataclass
-class Verdict:
-    kernel: str
-    file: str
-    lines: list[tuple[bool, str]] = field(default_factory=list)    # the checks that ran: passed or not
-    not_run: list[str] = field(default_factory=list)                 # the checks that could not run, and why
-    gpu: str = ""                      # "" where there was none, else the device's name
-    on_cpu: bool = False               # its correctness was checked on the CPU (gemmlab/cpu)
-    tflops: float | None = None
-    solution_tflops: float | None = None
-    cublas_tflops: float | None = None
-
-    @property
-    def failed(self) -> bool:
-        return any(not ok for ok, _ in self.lines)
-
-    @property
-    def verified(self) -> bool:
-        """Its results were checked: on a GPU, or on the CPU."""
-        return bool(self.gpu) or self.on_cpu
-
-    @property
-    def passed(self) -> bool:
-        return bool(self.lines) and not self.failed and self.verified
-
-    @property
-    def exit_status(self) -> int:
-        """0: passed; 1: failed; 3: not verified (its results could not be checked here)."""
-        return 0 if self.passed else 1 if self.failed or not self.lines else 3
-
-    def add(self, ok: bool, text: str) -> bool:
-        self.lines.append((ok, text))
-        return ok
-
-    @property
-    def shown_file(self) -> str:
-        return shown_path(Path(self.file))
-
-    @property
-    def summary(self) -> str:
-        if self.failed or not self.lines:
-            return "FAIL"
-        if not self.verified:
-            return "NOT VERIFIED"
-        return f"PASS on {self.gpu}" if self.gpu else "PASS on the CPU"
-
-    def __str__(self) -> str:
-        head = f"{self.summary}: {self.kernel} exercise, {self.shown_file}"
-        body = [f"  {'ok  ' if ok else 'FAIL'} {text}" for ok, text in self.lines]
-        body += [f"  not run: {text}" for text in self.not_run]
-        return "\n".join([head, *body])
-
-
-def shown_path(path: Path) -> str:
-    """A path as a learner reads it and a saved notebook may keep it: relative to the working folder
-    where it lies inside it (a notebook's folder), else from ~, else whole."""
-    path = Path(os.path.abspath(path))
-    for base, prefix in ((Path.cwd(), ""), (Path.home(), "~/")):
-        try:
-            return prefix + path.relative_to(base).as_posix()
-        except ValueError:
-            continue
-    return str(path)
-
-
 def _todos(text: str) -> list[int]:
     """Lines where a TODO is still code, not comment."""
     out = []
@@ -240,10 +174,6 @@ def _wrong_shapes_message(bad: list[str], good: list[str], first: str, check) ->
     return text
 
 
-def _shape_words(p: Problem) -> str:
-    return f"{p.M}^3" if p.M == p.N == p.K else f"{p.M} x {p.N} x {p.K}"
-
-
 def _on_gpu(spec: KernelSpec, params: dict, path: Path, verdict: Verdict) -> None:
     from . import bench
     verdict.gpu = device.facts().name
@@ -271,7 +201,7 @@ def _on_gpu(spec: KernelSpec, params: dict, path: Path, verdict: Verdict) -> Non
                        f"correct at {len(good)} shapes (primes, K = 1, padded rows, a multiple of every tile)"):
         return
     timed = Problem(*spec.exercise.timing_shape)
-    at = _shape_words(timed)
+    at = shape_words(timed)
     ops = bench.Operands.random(timed)
     mine(ops)                                  # right at the timed size too, before it is timed
     device.cupy().cuda.runtime.deviceSynchronize()
@@ -333,7 +263,7 @@ def gpu_part(chapter: str | int, file: str | Path) -> dict:
     try:
         _on_gpu(spec, spec.resolve(spec.exercise.params), Path(file), verdict)
     except device.cuda_errors() as exc:          # at the timed size, after every small shape was right
-        verdict.add(False, f"your kernel crashed at {_shape_words(Problem(*spec.exercise.timing_shape))}: "
+        verdict.add(False, f"your kernel crashed at {shape_words(Problem(*spec.exercise.timing_shape))}: "
                            f"{device.cuda_error_words(exc)}")
     return {"gpu": verdict.gpu, "lines": verdict.lines, "tflops": verdict.tflops,
             "solution_tflops": verdict.solution_tflops, "cublas_tflops": verdict.cublas_tflops}
@@ -379,7 +309,7 @@ def check(chapter: str | int, file: str | Path | None = None, which: str = "lear
         return verdict
     why = device.why_unavailable().split(";")[0] if not device.available() else "not asked for"
     if cpu:
-        _on_cpu(spec, full, path, verdict)
+        cpu_check.on_cpu(spec, full, path, verdict)
     else:
         verdict.not_run.append("correctness: not asked for")
     verdict.not_run.append(f"speed: not measured, it needs a GPU ({why})")
@@ -429,133 +359,6 @@ def unreadable(path: Path) -> str:
     if b"\0" in data:
         return f"{shown} is not a text file (it holds NUL bytes)"
     return ""
-
-
-# --- correctness on the CPU (gemmlab/cpu) --------------------------------------------------------
-
-def cpu_shapes(spec: KernelSpec, params: dict) -> list[Problem]:
-    """Primes, K = 1, padded rows with alpha and beta, and a multiple of every tile: small enough for the
-    CPU, large enough for several blocks and ragged edges."""
-    rows, cols = spec.tile(params)
-    k_tile = spec.k_tile(params) if spec.k_tile else 8
-    return [Problem(131, 137, 263), Problem(1, 1, 1), Problem(64, 80, 1),
-            Problem(200, 136, 72, lda=76, ldb=140, ldc=140, alpha=1.5, beta=0.5),
-            Problem(2 * rows, 2 * cols, 2 * k_tile)]
-
-
-def _runnable(spec: KernelSpec, params: dict, p: Problem) -> tuple[Problem | None, str]:
-    """The shape, or with its rows padded to multiples of 4 floats where the kernel needs 16-byte rows
-    (as the chapter's kernel does); None and the rule where it refuses even that."""
-    label = _shape_words(p) + (f" (rows {p.lda}, {p.ldb} and {p.ldc} floats apart, alpha {p.alpha:g}, beta "
-                               f"{p.beta:g})" if (p.lda, p.ldb, p.ldc) != (p.K, p.N, p.N) else "")
-    try:
-        spec.check_shape(params, p)
-        return p, label
-    except UnsupportedShape:
-        padded = Problem(p.M, p.N, p.K, *(-(-x // 4) * 4 for x in (p.lda, p.ldb, p.ldc)), p.alpha, p.beta)
-        try:
-            spec.check_shape(params, padded)
-            return padded, f"{label} (rows padded to 16 bytes)"
-        except UnsupportedShape as exc:
-            return None, f"{label}: refused as the chapter's kernel refuses it ({exc.rule})"
-
-
-_ORDER = {"forward": "first to last", "reverse": "last to first"}
-
-
-def _on_cpu(spec: KernelSpec, params: dict, path: Path, verdict: Verdict) -> None:
-    from tqdm.auto import tqdm
-    shapes = cpu_shapes(spec, params)
-    # a few seconds of compiling and running: a bar, full when the verdict comes
-    with tqdm(total=len(shapes) + 2, desc="checking on the CPU") as bar:
-        _on_cpu_steps(spec, params, path, verdict, shapes, bar)
-        bar.update(bar.total - bar.n)
-
-
-def _on_cpu_steps(spec: KernelSpec, params: dict, path: Path, verdict: Verdict, shapes, bar) -> None:
-    from . import cpu
-    try:
-        program = cpu.build(spec, params, path)
-    except cpu.NoCompiler as exc:
-        verdict.not_run.append(f"correctness: {exc}")
-        return
-    except cpu.BuildError as exc:   # NVRTC took it: what the CPU runner lacks is no mistake of the learner's
-        verdict.not_run.append("correctness: the CPU runner, which knows only the part of CUDA the course uses, "
-                               "could not build it:\n" + "\n".join(f"      {ln}" for ln in str(exc).splitlines()))
-        return
-    bar.update()
-    if not cpu.sanitizers(tuple(cpu.compiler())):
-        verdict.not_run.append("accesses outside A, B, C or a shared array, and misaligned vectors: this C++ "
-                               "compiler has no AddressSanitizer (g++ or clang++ have)")
-    shown = shown_path(path)
-    good, bad, first = [], [], None
-    for shape in shapes:
-        bar.update()
-        p, label = _runnable(spec, params, shape)
-        if p is None:
-            verdict.add(True, label)
-            continue
-        outcome = cpu.run(program, spec, params, p, 1, path, shown)
-        fault = next(((s, r) for s, r in outcome.items() if isinstance(r, cpu.Fault)), None)
-        if fault:
-            verdict.add(False, f"at {label}, threads run {_ORDER[fault[0]]}: {fault[1]}")
-            verdict.on_cpu = True
-            return
-        wrong = {s: r for s, r in outcome.items() if r is not None}
-        (bad if wrong else good).append(label)
-        if wrong and first is None:
-            first = (label, wrong)
-    verdict.on_cpu = True
-    if not bad:
-        verdict.add(True, f"correct on the CPU at {_count(len(good), 'shape')} ({', '.join(good)}), its threads "
-                          f"run first to last and last to first between barriers")
-        _other_configuration(spec, params, path, verdict)
-        return
-    label, wrong = first
-    schedule, result = next(iter(wrong.items()))
-    text = f"wrong results on the CPU at {', '.join(bad)}" + (f", right at {', '.join(good)}" if good else "")
-    text += f"; at {label}: {result}"
-    if len(wrong) < len(cpu.SCHEDULES):
-        text += (f". Right when threads run {_ORDER[next(s for s in cpu.SCHEDULES if s not in wrong)]}, wrong "
-                 f"{_ORDER[schedule]}: threads read what others have not written yet, or overwrite what others "
-                 f"still read: a barrier missing or misplaced?")
-    elif result.at_edge or good:
-        text += ": look at the edge predicates (the rows and columns past M, N and K) or the leading dimensions"
-    verdict.add(False, text)
-
-
-def _other_configuration(spec: KernelSpec, params: dict, path: Path, verdict: Verdict) -> None:
-    """The same file at the legal configuration that differs most from the exercise's (larger tunables first),
-    at the first shape it takes: a number written for the exercise's tunables (33 for TILE + 1) is wrong there."""
-    from . import cpu
-    # what the exercise's change needs stays as it is: its own settings, and every switch (a tunable of 0 or
-    # 1 turns a technique on or off, and off the exercise's code may not run at all)
-    fixed = {**{p.name: params[p.name] for p in spec.params if set(p.offered) <= {0, 1}}, **spec.exercise.params}
-    others = [{**c, **fixed} for c in spec.extreme_configs()]
-    others = sorted((spec.resolve(c) for c in others if spec.is_legal(c) and spec.resolve(c) != params),
-                    key=lambda c: (-sum(c[k] != v for k, v in params.items()), -sum(c.values())))   # larger tiles first
-    if not others:
-        return
-    other = others[0]
-    changed = " ".join(f"{k}={v}" for k, v in other.items() if v != params[k])
-    try:
-        program = cpu.build(spec, other, path)
-    except cpu.BuildError:
-        return                      # the exercise's own build passed; NVRTC judges what compiles
-    for shape in cpu_shapes(spec, other):
-        p, label = _runnable(spec, other, shape)
-        if p is None:
-            continue
-        outcome = cpu.run(program, spec, other, p, 1, path, shown_path(path))
-        wrong = next((r for r in outcome.values() if r is not None), None)
-        verdict.add(wrong is None, f"correct at {changed} too ({label})" if wrong is None else
-                    f"wrong at {changed} ({label}), right at the exercise's tunables: {wrong}. A number that "
-                    f"holds only for the exercise's tunables?")
-        return
-
-
-def _count(n: int, thing: str) -> str:
-    return f"{n} {thing}" + ("" if n == 1 else "s")
 
 
 def chapters() -> list[KernelSpec]:

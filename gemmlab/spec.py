@@ -3,7 +3,8 @@
 A `KernelSpec` is the contract between a `.cu` file and the rest of gemmlab: which tunables
 the file reads (as -D defines), which values are legal, which combinations break a rule (checked
 before anything is compiled, with a message naming the rule), which shapes the kernel refuses,
-and how it is launched. Each kernel's spec lives in `gemmlab/specs/`, `registry` collects them.
+and how it is launched. Each kernel's spec lives in `gemmlab/specs/`, `registry` collects them;
+legal_configs.py walks a spec's tunables and rules for its legal configurations.
 
 Every kernel shares one launch contract: a 1-D thread block, blockIdx.x walking the tiles of C
 along N and blockIdx.y along M (or a 1-D grid for a kernel that splits tiles), one
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
-import numpy as np
+from .legal_configs import enumerate_legal, pick_extremes
 
 if TYPE_CHECKING:
     from .arch import Arch
@@ -190,7 +191,7 @@ class KernelSpec:
     dynamic_smem: Callable[[Params], int] = field(default=lambda p: 0)
     stages_tiles: bool = True      # False: threads read A and B straight from global memory
     # Which thread of the block computes element (r, c) of the block's C tile: a model of the
-    # kernel's index arithmetic, drawn by plots.thread_map (a test checks it is a fair partition).
+    # kernel's index arithmetic, drawn by pictures.thread_map (a test checks it is a fair partition).
     owner: Callable[[Params, int, int], int] | None = None
     # Rows x columns of C one thread updates per k step (outer-product kernels): what it loads
     # from shared memory per step, and the FMAs it gets for them.
@@ -289,10 +290,7 @@ class KernelSpec:
 
     def _legal(self) -> tuple[dict[str, int], ...]:
         """legal_configs, computed once per spec and process and shared (do not modify)."""
-        key = (self.name, self.params)         # the rules come with the name
-        if key not in _LEGAL:
-            _LEGAL[key] = tuple(_enumerate(self.params, self._all_rules()))
-        return _LEGAL[key]
+        return enumerate_legal((self.name, self.params), self.params, self._all_rules())
 
     def explorer_configs(self) -> list[dict[str, int]]:
         """The legal configurations the sliders offer: what `record` measures and `sweep` walks."""
@@ -301,25 +299,7 @@ class KernelSpec:
     def extreme_configs(self) -> list[dict[str, int]]:
         """The defaults plus, for each tunable, a legal configuration at its smallest and at its
         largest legal value: what the compile and correctness tests sweep."""
-        key = (self.name, self.params)
-        if key not in _EXTREME:
-            _EXTREME[key] = tuple(self._extremes())
-        return [dict(c) for c in _EXTREME[key]]
-
-    def _extremes(self) -> list[dict[str, int]]:
-        legal = self._legal()
-        names = [p.name for p in self.params]
-        table = np.array([[c[n] for n in names] for c in legal])
-        # how far each legal configuration is from the defaults, in tunables that differ
-        distance = (table != np.array([self.defaults[n] for n in names])).sum(axis=1)
-        picked = [self.defaults]
-        for column in range(len(names)):
-            for value in (table[:, column].min(), table[:, column].max()):
-                rows = np.flatnonzero(table[:, column] == value)
-                choice = legal[rows[np.argmax(distance[rows])]]   # the first of the furthest
-                if choice not in picked:
-                    picked.append(choice)
-        return picked
+        return [dict(c) for c in pick_extremes((self.name, self.params), self._legal(), self.defaults)]
 
     def step_configs(self) -> list[dict[str, int]]:
         """The full configurations of the chapter's steps, in order."""
@@ -396,46 +376,6 @@ class KernelSpec:
     def changes_label(self, params: Params) -> str:
         """The tunables that differ from the defaults ('' for the defaults themselves)."""
         return " ".join(f"{k}={v}" for k, v in params.items() if v != self.defaults[k])
-
-
-# Legal and extreme configurations, worked out once per spec and process.
-_LEGAL: dict[tuple, tuple[dict[str, int], ...]] = {}
-_EXTREME: dict[tuple, tuple[dict[str, int], ...]] = {}
-
-
-class _Unassigned(LookupError):
-    pass
-
-
-class _Partial(dict):
-    """Tunables assigned so far: a rule that reads one not yet assigned cannot be decided."""
-
-    def __missing__(self, key):
-        raise _Unassigned(key)
-
-    def get(self, key, default=None):
-        return self[key]
-
-
-def _enumerate(params: tuple[Param, ...], rules: tuple[Rule, ...]):
-    """Depth-first over the tunables in order; each rule is checked once its tunables are set."""
-    def walk(i: int, partial: _Partial, pending: tuple[Rule, ...]):
-        still = []
-        for rule in pending:
-            try:
-                if not rule.holds(partial):
-                    return
-            except _Unassigned:
-                still.append(rule)
-        if i == len(params):
-            yield dict(partial)
-            return
-        for value in params[i].values:
-            partial[params[i].name] = value
-            yield from walk(i + 1, partial, tuple(still))
-        del partial[params[i].name]
-
-    yield from walk(0, _Partial(), rules)
 
 
 def _static_smem_rule(bytes_: Callable[[Params], int], limit: int = 48 * 1024) -> Rule:

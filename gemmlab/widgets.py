@@ -7,7 +7,7 @@ import threading
 
 import ipywidgets as w
 
-from . import bench, course, plots, records, registry, source
+from . import bench, config_plots, course, records, registry, source
 from .compile import CompileError, compile_kernel
 from .spec import IllegalConfig
 
@@ -84,7 +84,7 @@ def explorer(name: str, arch: str | None = None):
                 ref = src.beside(spec, build.params, size.value)
                 if ref is not None:
                     print(f"{src.reference.label}: {ref['gflops'] / 1e3:.2f} TFLOP/s = {ref['ratio']:.1%} of cuBLAS")
-            show_chart(plots.explorer_bars_png(spec.title, row["gflops"], row["cublas_gflops"], source.ceilings()[0],
+            show_chart(config_plots.explorer_bars_png(spec.title, row["gflops"], row["cublas_gflops"], source.ceilings()[0],
                                                src.label))
 
     for control in (*sliders.values(), size):

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "gemmlab"
 
 # The three parts (docs/architecture.md): the course (what notebooks import: the kernel contract and
-# specs, build, measure, results, lessons, plots, widgets, exercises), the library (gemmlab.matmul:
+# specs, build, measure, results, lessons, plots and pictures, widgets, exercises), the library (gemmlab.matmul:
 # gemmlab/library/) and research (fitting, training, the recorder, the prose checkers, the notebook
 # runner: gemmlab/research/). Dependencies point one way: the library uses the course, research uses
 # both; the course imports neither, the library not research. The command line (__main__) and the
@@ -32,19 +32,24 @@ LAYERS = [
     ["__main__"],
     ["research"],
     ["library"],
+    ["cli_args"],
     ["lessons"],
     ["widgets"],
     ["campaigns", "launch"],
     ["source"],
     ["tune", "exercises"],
+    ["cpu_check"],
+    ["verdict"],
     ["cpu"],
     ["bench", "probes", "support"],
     ["records"],
     ["compile"],
     ["registry"],
+    ["pictures", "config_plots"],
     ["plots", "roofline", "sass"],
     ["specs"],
     ["spec"],
+    ["legal_configs"],
     ["course", "identity", "device", "cubin", "toolchain", "files"],
     ["arch"],
 ]

@@ -498,12 +498,12 @@ IMAGE_BYTES_JS = """async (img) => {
 
 def _expected_chart(chapter: str, config: dict, size: int) -> bytes:
     """The explorer's chart for `config` at `size`, drawn here from code, as the kernel draws it."""
-    from gemmlab import plots, registry, source
+    from gemmlab import config_plots, registry, source
 
     spec = registry.get(chapter[:2])
     src = source.here()
     row = src.result(spec, spec.resolve(config), size)
-    return plots.explorer_bars_png(spec.title, row["gflops"], row["cublas_gflops"], source.ceilings()[0], src.label)
+    return config_plots.explorer_bars_png(spec.title, row["gflops"], row["cublas_gflops"], source.ceilings()[0], src.label)
 
 
 def _pixels(png: bytes):

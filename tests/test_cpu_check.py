@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab import cpu, exercises, registry
+from gemmlab import cpu, cpu_check, exercises, registry
 from gemmlab.spec import Problem
 
 import sys
@@ -133,8 +133,8 @@ def test_every_chapters_kernel_passes_on_the_cpu_at_its_default_and_extreme_conf
     for config in [spec.defaults, *spec.extreme_configs()]:
         full = spec.resolve(config)
         program = cpu.build(spec, full)
-        for shape in exercises.cpu_shapes(spec, full)[:1] + exercises.cpu_shapes(spec, full)[3:4]:
-            p, label = exercises._runnable(spec, full, shape)
+        for shape in cpu_check.cpu_shapes(spec, full)[:1] + cpu_check.cpu_shapes(spec, full)[3:4]:
+            p, label = cpu_check.runnable(spec, full, shape)
             if p is None:
                 continue
             outcome = cpu.run(program, spec, full, p, 1, spec.path, spec.path.name)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from gemmlab import arch, identity, records, registry
-from gemmlab.library import dispatch
+from gemmlab.library import dispatch, time_model
 from gemmlab.research import fit, training
 from gemmlab.spec import BadProblem, Problem
 
@@ -27,19 +27,19 @@ RTX4090 = {"name": "NVIDIA GeForce RTX 4090", "arch": "sm_89", "sm_count": 128, 
 
 @pytest.fixture(scope="module")
 def frozen():
-    m = dispatch.model(H100["name"])
+    m = time_model.model(H100["name"])
     return m, json.loads(m.path.read_text())
 
 
-def _model_of(fitted: dict) -> dispatch.Model:
-    cands = tuple(dispatch.Candidate(registry.KERNELS[c["kernel"]], c["params"], c["registers"], c["static_smem"],
+def _model_of(fitted: dict) -> time_model.Model:
+    cands = tuple(time_model.Candidate(registry.KERNELS[c["kernel"]], c["params"], c["registers"], c["static_smem"],
                                      c["per_tile_us"], c["per_step_us"]) for c in fitted["candidates"])
-    return dispatch.Model(records.latest().path, fitted["device"], fitted["record"]["date"], fitted["launch_us"],
+    return time_model.Model(records.latest().path, fitted["device"], fitted["record"]["date"], fitted["launch_us"],
                           fitted["alone"], fitted["chain_us"], fitted["ragged"], cands, ())
 
 
 def _resources(fitted: dict) -> dict:
-    return {dispatch.config_key(c["kernel"], c["params"]): (c["registers"], c["static_smem"])
+    return {time_model.config_key(c["kernel"], c["params"]): (c["registers"], c["static_smem"])
             for c in fitted["candidates"]}
 
 
@@ -76,17 +76,17 @@ def _recorded_plan(M: int, N: int, K: int) -> dispatch.Plan:
 LEVEL = 0.95
 
 
-def _ladder_choice(model: dispatch.Model, shape, rows):
+def _ladder_choice(model: time_model.Model, shape, rows):
     """Among the ladder's configurations at one shape (each kernel's best at 4096), the model's pick,
     the fastest measured, and the model's relative errors."""
-    cands = {dispatch.config_key(c.spec.name, c.params): c for c in model.candidates}
+    cands = {time_model.config_key(c.spec.name, c.params): c for c in model.candidates}
     picked = []
     for r in rows:
         spec = registry.get(r["kernel"])
-        cand = cands.get(dispatch.config_key(spec.name, dispatch.unsplit(spec, r["params"])))
+        cand = cands.get(time_model.config_key(spec.name, time_model.unsplit(spec, r["params"])))
         if cand is None:
             continue
-        one = dispatch.Model(model.path, model.device, model.date, model.launch_us, model.alone, model.chain_us,
+        one = time_model.Model(model.path, model.device, model.date, model.launch_us, model.alone, model.chain_us,
                              model.ragged, (cand,), ())
         options, _ = dispatch.options(one, Problem(*shape), H100, "H100", True)
         predicted = next(o.predicted_us for o in options if o.launch.params == spec.resolve(r["params"]))
@@ -101,7 +101,7 @@ def test_the_fit_picks_the_fastest_at_shapes_it_never_saw():
     be within 3% of the fastest measured, and its median error under 15% (10% at worst when made:
     4096 x 4096 x 1024, whose K of 1024 is the shortest of any large shape in the record)."""
     rec = records.latest()
-    data = json.loads(dispatch.fitted_path(H100["name"]).read_text())
+    data = json.loads(time_model.fitted_path(H100["name"]).read_text())
     resources = _resources(data)
     ladder = rec.data["ladder"]
     shapes = sorted({records.shape_key(r) for r in ladder})
@@ -186,19 +186,19 @@ def test_a_grid_that_cannot_fill_the_gpu_is_split_or_made_of_smaller_tiles():
         plan = dispatch.plan_for(Problem(*shape), H100, "H100")
         launch = plan.choice.launch
         assert min(launch.blocks, launch.sm_count) >= launch.sm_count / 2, (shape, str(plan))
-        defaults = [o for o in dispatch.options(dispatch.model(H100["name"]), Problem(*shape), H100, "H100", True)[0]
+        defaults = [o for o in dispatch.options(time_model.model(H100["name"]), Problem(*shape), H100, "H100", True)[0]
                     if o.launch.spec is final and o.launch.params == final.defaults]
         if defaults:
             assert plan.choice.predicted_us < defaults[0].predicted_us
 
 
 def test_a_kernel_changed_since_the_fit_is_left_out(tmp_path, monkeypatch):
-    data = json.loads(dispatch.fitted_path(H100["name"]).read_text())
+    data = json.loads(time_model.fitted_path(H100["name"]).read_text())
     name = data["candidates"][-1]["kernel"]
     data["sources"][name] = "0" * 16
     path = tmp_path / "changed.json"
     path.write_text(json.dumps(data))
-    m = dispatch.load(path)
+    m = time_model.load(path)
     assert m.dropped == (name,) and all(c.spec.name != name for c in m.candidates)
 
 
@@ -219,11 +219,11 @@ def test_the_fit_leaves_out_training_rows_timed_on_older_code_of_their_kernel():
 
 def test_a_damaged_model_falls_back_to_a_kernel_that_runs_the_shape(tmp_path, monkeypatch):
     (tmp_path / "nvidia-h100-80gb-hbm3.json").write_text("{ not json")
-    monkeypatch.setattr(dispatch, "FITTED_DIR", tmp_path)
-    dispatch.model.cache_clear()
+    monkeypatch.setattr(time_model, "FITTED_DIR", tmp_path)
+    time_model.model.cache_clear()
     try:
-        with pytest.raises(dispatch.NotFitted, match="cannot be read"):
-            dispatch.model(H100["name"])
+        with pytest.raises(time_model.NotFitted, match="cannot be read"):
+            time_model.model(H100["name"])
         plan = dispatch.plan_for(Problem(100, 200, 300), H100, "H100")
         assert plan.basis.startswith("no model") and "python -m gemmlab fit" in plan.basis
         assert "no prediction" in str(plan)
@@ -231,7 +231,7 @@ def test_a_damaged_model_falls_back_to_a_kernel_that_runs_the_shape(tmp_path, mo
         t4 = dispatch.plan_for(Problem(100, 200, 300), T4, "T4")
         assert t4.spec.runs_on(t4.params, arch.get("sm_75"))
     finally:
-        dispatch.model.cache_clear()
+        time_model.model.cache_clear()
 
 
 def test_the_command_line_plans_and_refuses_with_a_sentence():
@@ -264,7 +264,7 @@ def test_the_recorded_suite_ran_the_plans_that_ship():
 def test_kernels_that_share_a_copy_code_share_a_copy_path():
     """09-11 check their copies with 09's code and one rule for which tiles take it: one `ragged` for the
     three in the fit; 13's 4-byte copies are its own; kernels with one path have none."""
-    paths = {name: dispatch.copy_path(registry.KERNELS[name])
+    paths = {name: time_model.copy_path(registry.KERNELS[name])
              for name in ("08_warp_tiling", "09_pipeline", "10_issue_rate", "11_last_wave", "13_split_k")}
     assert paths["08_warp_tiling"] is None
     assert paths["09_pipeline"] == paths["10_issue_rate"] == paths["11_last_wave"] != paths["13_split_k"]
@@ -283,10 +283,10 @@ def test_one_slow_tile_on_the_busiest_sm_is_counted_whole():
     one_round = Problem(2000, 2000, 2000)            # 256 tiles, 31 on the checked path, on 264 slots
     tiles, fast = spec.tiles(params, one_round), spec.fast_tiles(params, one_round)
     assert 0 < fast < tiles and tiles <= 132 * 2
-    assert dispatch.features(spec, params, one_round, 132, 2)[4] == 1.0
+    assert time_model.features(spec, params, one_round, 132, 2)[4] == 1.0
     many = Problem(8000, 8000, 2000)                 # 3,969 tiles, 125 checked, about 15 rounds
-    share = dispatch.features(spec, params, many, 132, 2)[4]
+    share = time_model.features(spec, params, many, 132, 2)[4]
     tiles, fast = spec.tiles(params, many), spec.fast_tiles(params, many)
     assert (tiles - fast) / tiles < share == pytest.approx(132 * 2 / tiles)
-    assert dispatch.features(spec, params, Problem(1001, 1001, 1001), 132, 2)[4] == 1.0
-    assert dispatch.features(spec, params, Problem(4096, 4096, 4096), 132, 2)[4] == 0.0
+    assert time_model.features(spec, params, Problem(1001, 1001, 1001), 132, 2)[4] == 1.0
+    assert time_model.features(spec, params, Problem(4096, 4096, 4096), 132, 2)[4] == 0.0

@@ -12,7 +12,7 @@ import pytest
 
 import gemmlab
 from gemmlab import bench, device, library
-from gemmlab.library import dispatch
+from gemmlab.library import dispatch, time_model
 from gemmlab.library import Layout, layout
 
 # Issue 17's shape suite (M, N, K).
@@ -154,7 +154,7 @@ def test_every_reshaped_plan_is_right(shape, pad, monkeypatch):
     lda, ldb, ldc = K + pad[0], N + pad[1], N + pad[2]
     dev, gpu = dispatch.device_facts()
     problem = dispatch.Problem(M, N, K, lda, ldb, ldc)
-    variants = dispatch._reshaped(problem, dev, gpu, True, dispatch.model(dev["name"]))
+    variants = dispatch._reshaped(problem, dev, gpu, True, time_model.model(dev["name"]))
     assert variants, "this shape can be peeled or its B copied"
     crng = cp.random.default_rng(5)
     for plan in variants:
@@ -258,12 +258,12 @@ def test_a_product_taller_than_cudas_grid_runs_in_several_launches():
 
 
 def test_the_heatmap_draws_before_and_after_for_each_k(monkeypatch):
-    """plots.dispatch_heatmaps from rows as `record --matmul` keeps them (made up here: the plot is
+    """library.plots.dispatch_heatmaps from rows as `record --matmul` keeps them (made up here: the plot is
     tested, not the GPU): one row of panels per K, the geometric mean and the smallest in each title."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from gemmlab import plots
+    from gemmlab.library import plots
     monkeypatch.setattr(plt, "show", lambda: None)
     rows = [{"M": m, "N": n, "K": k, "before_ratio": 0.5, "after_ratio": 2.0 if m == n else 1.0}
             for k in (256, 4096) for m in (256, 512) for n in (256, 512)]

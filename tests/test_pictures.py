@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 import gemmlab.lessons as gl  # noqa: E402
-from gemmlab import course, plots, records, registry, roofline, sass  # noqa: E402
+from gemmlab import config_plots, course, pictures, plots, records, registry, roofline, sass  # noqa: E402
 from gemmlab.compile import compile_kernel  # noqa: E402
 from gemmlab.lessons import chapter09, models  # noqa: E402
 from gemmlab.spec import Problem  # noqa: E402
@@ -195,7 +195,7 @@ def test_the_last_wave_at_6144_cubed_splits_its_96_tiles():
 
 def test_the_stage_ring_holds_tile_t_in_buffer_t_mod_stages(no_windows, monkeypatch):
     drawn = {}
-    monkeypatch.setattr(plots, "stage_ring", lambda spec, params, cells, columns, stages, label: drawn.update(cells))
+    monkeypatch.setattr(pictures, "stage_ring", lambda spec, params, cells, columns, stages, label: drawn.update(cells))
     chapter09.show_stage_ring("09_pipeline", tiles=6, STAGES=3)
     for t in range(6):
         assert drawn[(t + 1, t % 3)] == ("computing", t)
@@ -213,20 +213,20 @@ def record():
 @pytest.mark.parametrize("name", list(registry.KERNELS))
 def test_config_bars_draw_every_recorded_sweep(name, record, no_windows):
     rows = record.at(name, (4096,) * 3)
-    plots.config_bars(registry.get(name), rows, record.label)
+    config_plots.config_bars(registry.get(name), rows, record.label)
     assert len(no_windows) == 1
 
 
 def test_many_configurations_become_a_heatmap(record, no_windows):
     rows = record.at("08_warp_tiling", (4096,) * 3)
     assert len(rows) > 16
-    plots.config_bars(registry.get("08_warp_tiling"), rows, record.label)
+    config_plots.config_bars(registry.get("08_warp_tiling"), rows, record.label)
     assert any(ax.images for ax in no_windows[0].axes), "a heatmap, not a bar per row"
 
 
 def test_explorer_bars_of_the_naive_kernel_use_a_log_axis(record):
     row = record.result("01_naive", registry.get("01_naive").defaults, (4096,) * 3)
-    fig = plots.explorer_bars("01 naive", row["gflops"], row["cublas_gflops"], 66900.0, record.label)
+    fig = config_plots.explorer_bars("01 naive", row["gflops"], row["cublas_gflops"], 66900.0, record.label)
     assert fig.axes[0].get_xscale() == "log"
 
 

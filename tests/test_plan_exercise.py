@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from gemmlab import exercises
-from gemmlab.library import dispatch
+from gemmlab.library import dispatch, time_model
 from gemmlab.library import exercise as plan_exercise
 from gemmlab.library import round_time as solution
+from gemmlab.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,7 +21,7 @@ def workspace(tmp_path, monkeypatch):
     return tmp_path / "ws"
 
 
-def _attempt(workspace, text: str) -> exercises.Verdict:
+def _attempt(workspace, text: str) -> Verdict:
     workspace.mkdir(exist_ok=True)
     path = workspace / "attempt.py"
     path.write_text(text)
@@ -39,9 +40,9 @@ def test_the_solution_is_the_plans_arithmetic():
                for case in plan_exercise.cases())
     # and the reference is what a plan uses: _features' rounds through waves
     spec = next(s for s in dispatch.registry.KERNELS.values() if s.name == "11_last_wave")
-    w, _, lone, _, _, rest = dispatch.features(spec, {**spec.defaults, "SPLIT": 1}, dispatch.Problem(4096, 4096, 4096),
+    w, _, lone, _, _, rest = time_model.features(spec, {**spec.defaults, "SPLIT": 1}, dispatch.Problem(4096, 4096, 4096),
                                                 132, 2)
-    assert float(dispatch.waves(w, lone, rest, 0.4, 2)) == pytest.approx(plan_exercise.reference(512, 132, 2, 0.4))
+    assert float(time_model.waves(w, lone, rest, 0.4, 2)) == pytest.approx(plan_exercise.reference(512, 132, 2, 0.4))
 
 
 @pytest.mark.parametrize("wrong, where", [

@@ -275,13 +275,13 @@ def test_a_home_gemmlab_cannot_write_to_names_the_cache_and_the_fix(argv, tmp_pa
 @pytest.mark.parametrize("kind", ["a folder", "an empty path", "a missing folder", "a file as its folder",
                                   "a folder it cannot write in", "a device"])
 def test_fit_checks_where_it_writes_before_it_works(kind, tmp_path, monkeypatch, capsys):
-    from gemmlab.library import dispatch
+    from gemmlab.research import fit
     out, said = {"a folder": (str(tmp_path), "is a folder"), "an empty path": ("", "--out ''"),
                  "a missing folder": (str(tmp_path / "no" / "m.json"), "does not exist"),
                  "a file as its folder": (str(_plain(tmp_path, "f", b"") / "m.json"), "is not a folder"),
                  "a folder it cannot write in": ("/proc/m.json", "cannot write in the folder /proc"),
                  "a device": ("/dev/null", "is not a plain file")}[kind]
-    monkeypatch.setattr(dispatch, "fit", lambda *a, **k: pytest.fail("the fit started before --out was checked"))
+    monkeypatch.setattr(fit, "fit", lambda *a, **k: pytest.fail("the fit started before --out was checked"))
     assert main(["fit", "--out", out]) == 2
     err = capsys.readouterr().err
     assert said in err and (out or "''") in err and len(err.strip().splitlines()) == 1, err
@@ -324,16 +324,16 @@ def test_a_record_with_a_damaged_field_names_the_file_and_the_field(field, value
     (lambda c: c.update(per_step_us=None), "per_step_us=None"),
 ], ids=["unknown tunable", "illegal value", "unknown kernel", "a tunable missing", "wrong type", "missing figure"])
 def test_a_fitted_candidate_it_cannot_use_is_named(damage, said, tmp_path):
-    from gemmlab.library import dispatch
-    shipped = sorted(dispatch.FITTED_DIR.glob("*.json"))[0]
+    from gemmlab.library import time_model
+    shipped = sorted(time_model.FITTED_DIR.glob("*.json"))[0]
     data = json.loads(shipped.read_text())
     kernel = data["candidates"][0]["kernel"]
     assert "TILE" in data["candidates"][0]["params"], "the damage below assumes chapter 02's tunables"
     damage(data["candidates"][0])
     path = tmp_path / shipped.name
     path.write_text(json.dumps(data))
-    with pytest.raises(dispatch.NotFitted, match="candidate 0") as exc:
-        dispatch.load(path)
+    with pytest.raises(time_model.NotFitted, match="candidate 0") as exc:
+        time_model.load(path)
     assert said in str(exc.value) and str(path) in str(exc.value) and "python -m gemmlab fit" in str(exc.value)
     assert kernel in str(exc.value) or "99_nothing" in str(exc.value)
 

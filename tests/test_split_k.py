@@ -5,7 +5,7 @@ import pytest
 from gemmlab import bench, course, records, registry
 from gemmlab.research import training
 from gemmlab import launch as plan
-from gemmlab.library import dispatch
+from gemmlab.library import time_model
 from gemmlab.spec import Problem, UnsupportedShape
 
 SPEC = registry.KERNELS["13_split_k"]
@@ -138,7 +138,7 @@ def test_a_split_launch_has_a_block_per_piece():
                                                  "dram_gbs": 3350.0}, 2, "a GPU")
     assert launch.blocks == 400 and launch.piece_steps == 10 and launch.k_steps == 40
     assert abs(launch.slot_use - 400 / 264 / 2) < 1e-9
-    waves, steps, *_ = dispatch.features(SPEC, p, problem, 132, 2)
+    waves, steps, *_ = time_model.features(SPEC, p, problem, 132, 2)
     assert waves == 2 and steps == 10
 
 

@@ -5,7 +5,7 @@ import os
 
 import ipywidgets
 
-from gemmlab import plots, registry, source, widgets
+from gemmlab import config_plots, registry, source, widgets
 
 
 def _controls(box):
@@ -29,7 +29,7 @@ def test_the_explorer_builds_and_answers_its_sliders(capsys):
     assert "TILE=16" in legal and "TFLOP/s" in legal and "refused" not in legal
     chart = box.children[-1]
     row = source.here().result(spec, spec.resolve({"TILE": 16}), sliders["M=N=K"].value)
-    assert chart.value == plots.explorer_bars_png(spec.title, row["gflops"], row["cublas_gflops"],
+    assert chart.value == config_plots.explorer_bars_png(spec.title, row["gflops"], row["cublas_gflops"],
                                                   source.ceilings()[0], source.here().label), \
         "the chart is the one drawn from the shown result"
     assert chart.layout.display != "none"
@@ -42,9 +42,9 @@ def test_the_explorer_builds_and_answers_its_sliders(capsys):
 def test_the_explorer_chart_is_the_same_picture_in_any_matplotlib_style():
     """Drawn off pyplot in the default style: a kernel's rc settings or backend do not change it."""
     import matplotlib
-    png = plots.explorer_bars_png("k", 1000.0, 50000.0, 60000.0, "label")
+    png = config_plots.explorer_bars_png("k", 1000.0, 50000.0, 60000.0, "label")
     with matplotlib.rc_context({"font.size": 20, "figure.dpi": 50, "axes.facecolor": "black"}):
-        assert plots.explorer_bars_png("k", 1000.0, 50000.0, 60000.0, "label") == png
+        assert config_plots.explorer_bars_png("k", 1000.0, 50000.0, 60000.0, "label") == png
     assert png.startswith(b"\x89PNG")
 
 

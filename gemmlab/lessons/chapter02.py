@@ -2,7 +2,7 @@
 warp's global accesses fall in (before and after coalescing). Drawn from the spec, no GPU needed."""
 from __future__ import annotations
 
-from .. import plots, registry, source
+from .. import pictures, registry, source
 from ..spec import Problem
 from .models import FLOAT, SECTOR, sectors_per_request, sectors_supported, warp_requests
 from .display import markdown, table
@@ -24,7 +24,7 @@ def show_tile_walk(name: str, steps: int = 3, size: int = 4096, **params) -> Non
     print(f"{spec.config_label(full)}: a block owns a {rows} x {cols} tile of C and walks K={K} in {total} steps of "
           f"{k}: at each step it stages a {rows} x {k} tile of A and a {k} x {cols} tile of B in shared memory, "
           f"and every value staged serves {cols} (A) or {rows} (B) multiply-adds")
-    plots.tile_walk(spec, full, k, min(steps, total), total, "drawn from the registry's parameters")
+    pictures.tile_walk(spec, full, k, min(steps, total), total, "drawn from the registry's parameters")
 
 
 def show_sectors(name: str, size: int = 4096, **params) -> None:
@@ -51,5 +51,5 @@ def show_sectors(name: str, size: int = 4096, **params) -> None:
                    rows)
              + f"\n\n{spec.name} [{spec.config_label(full)}], row-major {problem.M} x {problem.K} A and "
              f"{problem.K} x {problem.N} B: a model of the kernel's indexing (spec.owner), no GPU involved.")
-    plots.sectors(spec, full, [next(r for r in requests if r.operand == o) for o in ("A", "B", "C")],
+    pictures.sectors(spec, full, [next(r for r in requests if r.operand == o) for o in ("A", "B", "C")],
                   "drawn from the registry's model of the kernel's indexing")

@@ -1,7 +1,7 @@
 """Chapter 04: which shared-memory banks a warp's reads hit."""
 from __future__ import annotations
 
-from .. import plots, registry
+from .. import pictures, registry
 
 
 def show_banks(name: str, k: int = 0, **params) -> None:
@@ -15,5 +15,5 @@ def show_banks(name: str, k: int = 0, **params) -> None:
     degree = max(len(s) for s in per_bank.values())
     verdict = "conflict-free" if degree == 1 else f"{degree}-way bank conflict: the read is replayed {degree} times"
     print(f"{spec.config_label(full)}, step k={k}: the warp's 32 words fall in {len(per_bank)} banks; {verdict}")
-    plots.bank_map(words, f"{spec.title} [{spec.config_label(full)}]: {verdict}",
+    pictures.bank_map(words, f"{spec.title} [{spec.config_label(full)}]: {verdict}",
                    "drawn from the kernel's indexing (registry model)")

@@ -1,7 +1,7 @@
 """Chapter 07: what prefetching changes, as a schematic timeline of one warp (a model, no GPU)."""
 from __future__ import annotations
 
-from .. import plots, records, registry, source
+from .. import pictures, records, registry, source
 from .models import tile_costs, timeline
 
 
@@ -31,5 +31,5 @@ def show_prefetch_timeline(name: str, tiles: int = 3, latency: int | None = None
           f"({c.prefetch_pace()}). With several warps per scheduler the others issue "
           f"during a wait anyway, which is why the measured gain is smaller.")
     shown = spec.resolve({k: v for k, v in params.items() if k != "PREFETCH"})
-    plots.timeline(spec, {k: v for k, v in shown.items() if k != "PREFETCH"}, panels,
+    pictures.timeline(spec, {k: v for k, v in shown.items() if k != "PREFETCH"}, panels,
                    "a model (schematic durations), not a measurement")

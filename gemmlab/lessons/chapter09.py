@@ -1,7 +1,7 @@
 """Chapter 09: the ring of copy buffers of the cp.async pipeline."""
 from __future__ import annotations
 
-from .. import plots, registry
+from .. import pictures, registry
 
 
 def show_stage_ring(name: str, tiles: int = 7, **params) -> None:
@@ -33,4 +33,4 @@ def show_stage_ring(name: str, tiles: int = 7, **params) -> None:
           f"for its copies (cp.async.wait_group {stages - 2}) and a barrier, after which the copies of tile "
           f"t + {stages - 1} go into the buffer tile t - 1 used: {stages - 1} tiles are in flight while one is "
           f"computed.")
-    plots.stage_ring(spec, full, cells, columns, stages, "the kernel's pipeline (source), no GPU involved")
+    pictures.stage_ring(spec, full, cells, columns, stages, "the kernel's pipeline (source), no GPU involved")

@@ -1,7 +1,7 @@
 """Chapter 10: where the hot loop issues its copies (from the SASS)."""
 from __future__ import annotations
 
-from .. import plots, registry, sass
+from .. import pictures, registry, sass
 from ..compile import compile_kernel
 from .display import markdown, table
 
@@ -25,4 +25,4 @@ def show_copy_placement(name: str, arch: str = "sm_90") -> None:
     markdown(table(["build", "hot loop: instructions", "after the barrier, before the first FFMA",
                     "of them copies", "of them shared loads", "copies sit at (share of the loop)"], rows)
              + f"\n\n{spec.name} [{spec.config_label(full)}], {arch}, static counts from the SASS")
-    plots.hot_loop(strips, f"{spec.name}, {arch} SASS of the hot loop (one K tile)")
+    pictures.hot_loop(strips, f"{spec.name}, {arch} SASS of the hot loop (one K tile)")

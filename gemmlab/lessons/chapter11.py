@@ -2,7 +2,7 @@
 and table against cuBLAS."""
 from __future__ import annotations
 
-from .. import campaigns, launch, plots, records, registry, source
+from .. import campaigns, config_plots, launch, pictures, plots, records, registry, source
 from ..compile import compile_kernel
 from ..spec import Problem
 from .models import waves
@@ -46,7 +46,7 @@ def show_last_wave(name: str, M: int = 6144, N: int = 6144, K: int = 6144, slots
     for title, w in panels:
         lines.append(f"model, {title}: done after {w.makespan:.2f} tile-times")
     print("\n".join(lines))
-    plots.wave_schedule(spec, panels, "a model of the launch (spec.launch), not a measurement")
+    pictures.wave_schedule(spec, panels, "a model of the launch (spec.launch), not a measurement")
 
 
 def _search(spec) -> tuple[list[dict], str]:
@@ -72,7 +72,7 @@ def show_final_search(name: str) -> None:
     markdown(table(["configuration (changes from the defaults)"] + [records.shape_label(s) for s in shapes], rows)
              + f"\n\nShare of cuBLAS timed in the same run; bold: the fastest at each shape, which the table "
              f"below re-measures. *{label}*")
-    plots.final_search(spec, search, shapes, picks, label)
+    config_plots.final_search(spec, search, shapes, picks, label)
 
 
 def show_final_table(name: str) -> None:

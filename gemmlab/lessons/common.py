@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 
-from .. import exercises, plots, records, registry, roofline, sass, source, widgets
+from .. import config_plots, exercises, pictures, plots, records, registry, roofline, sass, source, widgets
 from ..compile import CompileError, compile_kernel
 from ..spec import IllegalConfig, Problem
 from .display import beside_cells, beside_header, beside_note, markdown, table
@@ -67,7 +67,7 @@ def show_inner_loop(name: str, arch: str = "sm_90", lines: int = 40, **params) -
 
 def show_thread_map(name: str, **params) -> None:
     spec = registry.get(name)
-    plots.thread_map(spec, spec.resolve(params), "drawn from the registry's model of the kernel's indexing")
+    pictures.thread_map(spec, spec.resolve(params), "drawn from the registry's model of the kernel's indexing")
 
 
 def show_prediction(name: str, size: int = 4096, **params) -> None:
@@ -120,7 +120,7 @@ def show_sweep(name: str, size: int = 4096) -> None:
                    [[spec.config_label(r["params"]), f"{r['gflops'] / 1e3:.2f}", f"{r['ratio']:.1%}",
                      f"{r['spread']:.1%}", *beside_cells(src, src.beside(spec, r["params"], size))] for r in rows])
              + f"\n\n*{src.label}*{beside_note(src)}")
-    plots.config_bars(spec, rows, src.label)
+    config_plots.config_bars(spec, rows, src.label)
 
 
 def show_tunable(name: str, tunable: str, size: int = 4096, **params) -> None:
@@ -180,7 +180,7 @@ def show_tuning(name: str, size: int = 4096) -> None:
                   f"{ref['ratio']:.1%} of cuBLAS")
         except LookupError:
             pass
-    plots.tuning(spec, rows, src.label + note)
+    config_plots.tuning(spec, rows, src.label + note)
 
 
 def show_counters(names: list[str]) -> None:

@@ -1,7 +1,7 @@
 """The numbers the pictures draw, worked out from a kernel's spec and resolved parameters (no GPU,
 no plotting): which thread owns what, the 32-byte sectors of a warp's global accesses, the phases
 and banks of its shared loads, the order of its FFMAs, a schematic load/compute timeline, and the
-waves of tiles over the GPU's block slots. The lessons draw them with plots.py; the tests check
+waves of tiles over the GPU's block slots. The lessons draw them with pictures.py; the tests check
 them on known cases. Each model says what it assumes."""
 from __future__ import annotations
 

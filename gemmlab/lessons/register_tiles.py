@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from .. import plots, registry, sass, source
+from .. import pictures, registry, sass, source
 from ..compile import compile_kernel
 from .models import ffma_order, owned, owner_grid, reused_operands, shared_loads, shared_supported
 from .display import beside_cells, beside_header, beside_note, markdown, table
@@ -54,7 +54,7 @@ def show_unroll_study(name: str, tunable: str = "UNROLL", **params) -> None:
 def show_warp_tiling(name: str, **params) -> None:
     spec = registry.get(name)
     full = spec.resolve(params)
-    plots.warp_tiling(spec, full, spec.geometry(full), "drawn from the registry's parameters")
+    pictures.warp_tiling(spec, full, spec.geometry(full), "drawn from the registry's parameters")
 
 
 STEP_PROFILE = ("issued_per_scheduler", "dispatch_stall", "wait")
@@ -110,7 +110,7 @@ def show_outer_product(name: str, thread: int = 0, k: int = 0, **params) -> None
     tm, tn = spec.thread_tile(full)
     print(f"{spec.config_label(full)}: at each k, thread {thread} reads {tm} values of A (rows "
           f"{_spans(rows)}) and {tn} of B (columns {_spans(cols)}) and does {tm} x {tn} = {tm * tn} FMAs")
-    plots.outer_product(spec, full, thread, k, rows, cols, "drawn from the registry's model of the kernel's indexing")
+    pictures.outer_product(spec, full, thread, k, rows, cols, "drawn from the registry's model of the kernel's indexing")
 
 
 def _spans(values: list[int]) -> str:
@@ -157,7 +157,7 @@ def show_shared_loads(name: str, operand: str = "B", load: int = 0, **params) ->
     k = ld.elements[0][0][0]
     what = "its rows of A" if operand == "A" else "its columns of B"
     phases = len(ld.phases())
-    plots.shared_phases(f"{spec.title} [{spec.config_label(full)}]\nwarp 0's shared load {load} of {operand} (k={k}): "
+    pictures.shared_phases(f"{spec.title} [{spec.config_label(full)}]\nwarp 0's shared load {load} of {operand} (k={k}): "
                         f"{4 * ld.width} bytes a lane, {phases} phase{'s' if phases > 1 else ''} of {ld.phase_lanes} "
                         f"lanes", ld, what, "drawn from the registry's model of the kernel's indexing")
 
@@ -180,7 +180,7 @@ def show_ffma_order(name: str, **params) -> None:
     for title, order, reused in panels:
         print(f"{title}: of {len(order) - 1} consecutive pairs, {reused.count('a')} share a[i], "
               f"{reused.count('b')} share b[j], {reused.count('')} share nothing")
-    plots.ffma_order(spec, full, rows, cols, panels, "the order of the kernel's inner loop (source), no GPU involved")
+    pictures.ffma_order(spec, full, rows, cols, panels, "the order of the kernel's inner loop (source), no GPU involved")
 
 
 def show_occupancy(name: str, arch: str = "sm_90", **params) -> None:

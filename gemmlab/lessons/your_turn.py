@@ -6,6 +6,7 @@ import difflib
 import sys
 
 from .. import exercises
+from ..verdict import shown_path
 from ..files import UnusableDirectory
 from .display import markdown, table
 
@@ -44,7 +45,7 @@ def exercise_of(spec, fresh: bool = False) -> None:
     except UnusableDirectory as exc:
         print(exc)
         return
-    link = exercises.shown_path(path)
+    link = shown_path(path)
     kept = exercises.attempts(spec)
     again = (f" Your earlier attempts are kept beside it: {', '.join(f'`{p.name}`' for p in kept)}." if kept else "")
     if fresh and kept:      # an editor tab still open on the old copy would save it over the new one
@@ -106,4 +107,4 @@ def progress() -> None:
         failed = next((text for ok, text in verdict.lines if not ok), "")
         rows.append([spec.title, verdict.summary, failed.splitlines()[0] if failed else "-"])
     markdown(table(["chapter", "verdict", "first problem"], rows)
-             + f"\n\nworkspace: `{exercises.shown_path(exercises.workspace())}`")
+             + f"\n\nworkspace: `{shown_path(exercises.workspace())}`")

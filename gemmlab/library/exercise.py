@@ -4,8 +4,8 @@ The kernel chapters' exercises are CUDA; the dispatcher's chapter changes Python
 `round_time` (gemmlab/library/round_time.py is the solution, between its `# exercise:` lines) in a
 copy in the workspace, and the checker runs it in a child process (a learner's endless loop ends at
 a timeout) over launches of many sizes, and compares it with the plan's own arithmetic
-(dispatch.features and dispatch.waves). The lessons and the command line route chapter 14 here; the
-workspace, the starter and the verdict are exercises.py's.
+(time_model.features and time_model.waves). The lessons and the command line route chapter 14 here; the
+workspace and the starter are exercises.py's, the verdict verdict.py's.
 """
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import exercises
-from . import dispatch
+from ..verdict import Verdict, shown_path
+from . import time_model
 from ..spec import Exercise
 
 SOLUTION = Path(__file__).resolve().parent / "round_time.py"
@@ -67,9 +68,9 @@ def is_it(chapter) -> bool:
 
 
 def reference(blocks: int, sm_count: int, per_sm: int, alone: float) -> float:
-    """The plan's own arithmetic for an unsplit launch (dispatch.features, then dispatch.waves)."""
+    """The plan's own arithmetic for an unsplit launch (time_model.features, then time_model.waves)."""
     rounds, last = divmod(-(-blocks // sm_count), per_sm)
-    return float(dispatch.waves(float(rounds), False, last / per_sm, alone, per_sm))
+    return float(time_model.waves(float(rounds), False, last / per_sm, alone, per_sm))
 
 
 def cases() -> list[tuple[int, int, int, float]]:
@@ -106,7 +107,7 @@ def start(fresh: bool = False) -> Path:
     return exercises.start_spec(SPEC, fresh)
 
 
-def check(file: str | Path | None = None, which: str = "learner") -> exercises.Verdict:
+def check(file: str | Path | None = None, which: str = "learner") -> Verdict:
     """The verdict on the learner's file (or `file`, or the starter with which="starter", or the solution)."""
     verdict = exercises.start_verdict(SPEC, file, which)
     if not verdict.lines:
@@ -114,8 +115,7 @@ def check(file: str | Path | None = None, which: str = "learner") -> exercises.V
     return verdict
 
 
-def _check(path: Path, verdict: exercises.Verdict) -> None:
-    shown_path = exercises.shown_path
+def _check(path: Path, verdict: Verdict) -> None:
     all_cases = cases()
     try:
         done = subprocess.run([sys.executable, "-c", _CHILD, str(path), json.dumps(all_cases)],

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import ipywidgets as w
 
-from .. import library, plots, records
+from .. import library, records
 from ..lessons.display import friendly, markdown, table
 from ..lessons import your_turn
 from ..spec import BadProblem
 from ..widgets import Panel
-from . import dispatch, exercise
-from . import plots as plots_dispatch
+from . import dispatch, time_model
+from . import exercise as round_time_exercise
+from . import plots
 
 
 def _suite_record():
@@ -23,7 +24,7 @@ def show_plans(shapes: list[tuple[int, int, int]]) -> None:
     """gemmlab.matmul's plan for each shape (dispatch.plan: the model fitted to the record): which
     kernel, configuration and split, how many SMs get a block, and what the model predicts. No timing."""
     plans = [dispatch.plan(*shape) for shape in shapes]
-    m = dispatch.model(dispatch.device_facts()[0]["name"])     # the model the plans came from
+    m = time_model.model(dispatch.device_facts()[0]["name"])     # the model the plans came from
     rows = []
     for p in plans:
         launch = p.choice.launch
@@ -90,7 +91,7 @@ def show_predicted_against_measured(worked: tuple[int, int, int] | None = None) 
                  "measures it.")
         return
     rows = rec.data["matmul_suite"]
-    plots_dispatch.predicted_against_measured(rows, f"measured on {rec.device['name']}, {rows[0]['date']}", worked)
+    plots.predicted_against_measured(rows, f"measured on {rec.device['name']}, {rows[0]['date']}", worked)
 
 
 def show_matmul_suite() -> None:
@@ -126,7 +127,7 @@ def show_plan_explorer(M: int = 3000, N: int = 3000, K: int = 3000):
         with out:
             try:
                 print(dispatch.plan(*(b.value for b in boxes.values())))
-            except (BadProblem, dispatch.NotFitted) as exc:
+            except (BadProblem, time_model.NotFitted) as exc:
                 print(f"no plan: {exc}")
 
     for box in boxes.values():
@@ -140,22 +141,22 @@ def show_plan_explorer(M: int = 3000, N: int = 3000, K: int = 3000):
 
 @friendly
 def exercise(chapter: str = "14", fresh: bool = False) -> None:
-    your_turn.exercise_of(exercise.SPEC, fresh)
+    your_turn.exercise_of(round_time_exercise.SPEC, fresh)
 
 
 @friendly
 def check(chapter: str = "14", file: str | None = None) -> None:
-    print(exercise.check(file))
+    print(round_time_exercise.check(file))
 
 
 @friendly
 def hint(chapter: str = "14") -> None:
-    your_turn.hint_of(exercise.SPEC)
+    your_turn.hint_of(round_time_exercise.SPEC)
 
 
 @friendly
 def solution(chapter: str = "14") -> None:
-    your_turn.solution_of(exercise.SPEC)
+    your_turn.solution_of(round_time_exercise.SPEC)
 
 
 for _name in ("show_plans", "show_worked_plan", "show_predicted_against_measured", "show_matmul_suite",

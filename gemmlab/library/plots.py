@@ -1,4 +1,5 @@
-"""The dispatcher's pictures: what gemmlab.matmul's plan predicted against what the call took."""
+"""The dispatcher's pictures: what gemmlab.matmul's plan predicted against what the call took, and the
+library against cuBLAS over (M, N) before and after dispatch."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -36,4 +37,41 @@ def predicted_against_measured(rows: list[dict], label: str, worked: tuple[int, 
     ax.legend(fontsize=7, loc="upper left")
     fig.text(0.99, 0.005, label, ha="right", va="bottom", fontsize=7, color="0.4")
     fig.tight_layout(rect=(0, 0.02, 1, 1))
+    plt.show()
+
+
+def dispatch_heatmaps(rows, kernel: str, label: str):
+    """Ratio to cuBLAS over (M, N), one row of panels per K: the kernel at its defaults (before
+    dispatch) and gemmlab.matmul (after). Green is faster than cuBLAS, red slower, on a log scale."""
+    from matplotlib.colors import LogNorm
+    ks = sorted({r["K"] for r in rows})
+    ms, ns = sorted({r["M"] for r in rows}), sorted({r["N"] for r in rows})
+    fig, axes = plt.subplots(len(ks), 2, figsize=(10, 4.6 * len(ks)), squeeze=False)
+    fig.subplots_adjust(hspace=0.4)              # room for each row's titles under the row above
+    norm = LogNorm(vmin=0.25, vmax=4.0)
+    for row, k in enumerate(ks):
+        for col, (key, title) in enumerate((("before_ratio", f"{kernel} at its defaults"),
+                                            ("after_ratio", "gemmlab.matmul (a plan per shape)"))):
+            grid = np.full((len(ms), len(ns)), np.nan)
+            for r in rows:
+                if r["K"] == k:
+                    grid[ms.index(r["M"]), ns.index(r["N"])] = r[key]
+            ax = axes[row][col]
+            im = ax.imshow(np.clip(grid, 0.25, 4.0), cmap="RdYlGn", norm=norm, origin="lower")
+            for (i, j), v in np.ndenumerate(grid):
+                if not np.isnan(v):
+                    ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7)
+            ax.set_xticks(range(len(ns)), ns, fontsize=7)
+            ax.set_yticks(range(len(ms)), ms, fontsize=7)
+            ax.set_xlabel("N")
+            ax.set_ylabel("M")
+            finite = grid[~np.isnan(grid)]
+            ax.set_title(f"{title}, K = {k}\ngeometric mean {np.exp(np.log(finite).mean()):.2f}, "
+                         f"smallest {finite.min():.2f}", fontsize=8)
+    bar = fig.colorbar(im, ax=axes, fraction=0.025, pad=0.02)
+    bar.set_ticks([0.25, 0.5, 1, 2, 4], labels=["0.25", "0.5", "1", "2", "4"])
+    bar.minorticks_off()
+    bar.set_label("time of cuBLAS / time (same run)", fontsize=8)
+    fig.suptitle("Against cuBLAS FP32 over (M, N): one kernel at one configuration, then a plan per shape", fontsize=9)
+    fig.text(0.99, 0.01, label, ha="right", va="bottom", fontsize=7, color="0.4")
     plt.show()

@@ -1,12 +1,12 @@
 """Chapter 14's change: how long the busiest SM takes over a launch's blocks, counted in rounds.
 
-gemmlab.matmul's plan (gemmlab/dispatch.py) prices a tiled kernel's launch as rounds of blocks: an SM
+gemmlab.matmul's plan (gemmlab/library/dispatch.py) prices a tiled kernel's launch as rounds of blocks: an SM
 holds `per_sm` blocks at a time, and the launch lasts as long as its busiest SM takes. A round with
 fewer blocks than the SM holds is quicker, as they share the SM with fewer others, but not in
 proportion: one block alone takes `alone` of a full round (fitted per configuration: 64 threads
 alone leave most of an SM idle, 256 much less), and a last round of j blocks lies on the line
 between one block alone and a full round. This file is the exercise's solution; the checker compares
-a learner's function with dispatch's own arithmetic (dispatch.features and dispatch.waves).
+a learner's function with the plan's own arithmetic (time_model.features and time_model.waves).
 """
 
 

@@ -131,10 +131,10 @@ def _plan(args: list[str]):
 
 
 def _fitted(args: list[str]):
-    from ..library import dispatch
+    from ..library import time_model
     if len(args) != 1:
         raise ClaimError("'fitted' takes FIELD")
-    data = json.loads(dispatch.fitted_path(records.latest().device["name"]).read_text())
+    data = json.loads(time_model.fitted_path(records.latest().device["name"]).read_text())
     value = data
     for key in args[0].split("."):           # fit.median_error, chain_by_kernel.<kernel>
         value = value.get(key) if isinstance(value, dict) else None

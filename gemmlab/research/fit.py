@@ -1,5 +1,5 @@
 """Fitting gemmlab.matmul's model to a record (`python -m gemmlab fit`): the constants of
-gemmlab/library/dispatch.py's model of a launch's time, by least squares on relative error, frozen
+gemmlab/library/time_model.py's model of a launch's time, by least squares on relative error, frozen
 into gemmlab/fitted/. The plan reads the frozen file; nothing here runs when a user calls matmul."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import numpy as np
 from .. import files, records, registry
 from . import training
 from ..compile import compile_kernel, precompile
-from ..library.dispatch import (STREAMING_REACH, blocks_per_sm, config_key, copy_path, features, fitted_path, pieces_of,
-                                split_variants, unsplit, waves)
+from ..library.time_model import (STREAMING_REACH, blocks_per_sm, config_key, copy_path, features, fitted_path,
+                                  pieces_of, split_variants, unsplit, waves)
 from ..launch import ridge as ridge_of
 from ..spec import Problem
 

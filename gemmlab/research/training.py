@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from .. import bench, files, library, records
-from ..library import dispatch
+from ..library import dispatch, time_model
 from ..spec import Problem
 
 # The plan's training rows (`record --matmul-training`), kept beside the record they belong to but out of
@@ -142,7 +142,7 @@ def measure_training(shapes, tries: int, progress: bool = True) -> list[dict]:
     are there for the model's mistakes against them: a kernel it under-rates is otherwise never timed."""
     from tqdm.auto import tqdm
     dev, gpu = dispatch.device_facts()
-    m = dispatch.model(dev["name"])
+    m = time_model.model(dev["name"])
     jobs = []
     for shape in shapes:
         found, _ = dispatch.options(m, Problem(*shape), dev, gpu, True)
