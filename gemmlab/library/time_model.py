@@ -5,7 +5,7 @@ configuration c of a kernel:
     compute time = launch + chain x pieces
                    + rounds x (per_tile_c + per_step_c x K steps) x (1 + ragged_kernel x checked)
     memory time  = launch + operand bytes / DRAM bandwidth        (the roofline's other side)
-    time         = the larger of the two, and of FLOPs over 1.03 x the best rate c reached in the record
+    time         = the larger of the two, and of FLOPs over the best rate c reached in the record
 
 * `rounds` is the busiest SM's blocks in rounds of the blocks an SM holds; a last partial round takes
   between `alone_c` (one block alone on an SM) and a whole round, on the line between them (see
