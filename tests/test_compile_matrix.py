@@ -19,11 +19,13 @@ EVERY_ARCH = tuple(archs.ARCHS)            # compiles, or is refused by a rule n
 
 
 @pytest.fixture(scope="module", autouse=True)
-def compiled_in_parallel():
-    """Every case compiled once up front, a process per core (compile.precompile), into the session's
-    fresh cache: the tests below then check the builds. A case that fails to compile is not cached,
+def compiled_in_parallel(request):
+    """Every selected case compiled once up front, a process per core (compile.precompile), into the
+    session's cache: the tests below then check the builds. A case that fails to compile is not cached,
     so its test compiles it again and reports the error."""
-    precompile([(name, cfg, arch) for name, cfg in CASES for arch in EVERY_ARCH])
+    chosen = [item.callspec.params for item in request.session.items
+              if item.module is request.module and hasattr(item, "callspec") and "cfg" in item.callspec.params]
+    precompile([(c["name"], c["cfg"], c["arch"]) for c in chosen])
 
 
 def _compile_alone(name: str, cfg: dict, arch: str) -> dict:
