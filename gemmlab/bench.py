@@ -237,12 +237,6 @@ def cublas_sgemm(ops: Operands, math_mode: int = CUBLAS_DEFAULT_MATH) -> None:
         cublas.setMathMode(handle, CUBLAS_DEFAULT_MATH)
 
 
-def cublas_math_mode() -> int:
-    cp = device.cupy()
-    from cupy_backends.cuda.libs import cublas
-    return cublas.getMathMode(cp.cuda.device.get_cublas_handle())
-
-
 # --- timing --------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)

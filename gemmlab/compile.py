@@ -13,7 +13,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import re
 import struct
 import sys
 import threading
@@ -55,18 +54,6 @@ class Resources:
         r = cubin.resources(cubin_bytes)
         return cls(r["registers"], r["static_smem"], r["stack_frame"],
                    _local_bytes(opcodes, "STL"), _local_bytes(opcodes, "LDL"))
-
-    @classmethod
-    def from_ptxas_log(cls, log: str) -> "Resources | None":
-        """The ptxas report, when NVRTC's log carries one (not always: see cubin.py)."""
-        if not re.search(r"Used \d+ registers", log):
-            return None
-
-        def grab(pattern: str) -> int:
-            m = re.search(pattern, log)
-            return int(m.group(1)) if m else 0
-        return cls(grab(r"Used (\d+) registers"), grab(r"(\d+) bytes smem"), grab(r"(\d+) bytes stack frame"),
-                   grab(r"(\d+) bytes spill stores"), grab(r"(\d+) bytes spill loads"))
 
     @property
     def spills(self) -> bool:

@@ -27,14 +27,6 @@ def disassemble(build) -> str:
 
 # The architecture a cubin holds SASS for: nvdisasm prints `.target sm_90` for CUDA 13's cubins and
 # `.headerflags @"... EF_CUDA_SM90 ..."` for CUDA 12's.
-_TARGET = re.compile(r"\.target\s+(sm_\d+)|\bEF_CUDA_SM(\d+)\b")
-
-
-def target_arch(build) -> str:
-    m = _TARGET.search(disassemble(build))
-    if m is None:
-        raise RuntimeError(f"nvdisasm named no architecture for {build.cubin_path}")
-    return m.group(1) or f"sm_{m.group(2)}"
 
 
 def opcodes(cubin_path: Path) -> list[str]:

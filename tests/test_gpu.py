@@ -25,6 +25,13 @@ AWKWARD = [
 CASES = [(name, cfg) for name, spec in KERNELS.items() for cfg in spec.extreme_configs()]
 
 
+def cublas_math_mode() -> int:
+    """The math mode of CuPy's cuBLAS handle (what bench's TF32 run must restore)."""
+    cp = device.cupy()
+    from cupy_backends.cuda.libs import cublas
+    return cublas.getMathMode(cp.cuda.device.get_cublas_handle())
+
+
 @pytest.mark.parametrize("name,cfg", CASES, ids=[f"{n}-{'-'.join(f'{k}{v}' for k, v in c.items())}" for n, c in CASES])
 def test_correct_on_awkward_shapes(name, cfg):
     """Every shape is either computed right or refused with the rule it breaks."""
@@ -104,13 +111,13 @@ def test_wrong_answer_is_caught():
 
 
 def test_cublas_baseline_is_fp32_not_tf32():
-    assert bench.cublas_math_mode() in (bench.CUBLAS_DEFAULT_MATH, bench.CUBLAS_PEDANTIC_MATH)
+    assert cublas_math_mode() in (bench.CUBLAS_DEFAULT_MATH, bench.CUBLAS_PEDANTIC_MATH)
     size = (2048, 2048, 2048)
     _, fp32 = bench.bench_cublas(size, reps=3)
     _, tf32 = bench.bench_cublas(size, math_mode=bench.CUBLAS_TF32_TENSOR_OP_MATH, reps=3)
     assert fp32.ok, fp32
     assert not tf32.ok and tf32.rel_err > 10 * fp32.rel_err, "the tolerance tells TF32 from FP32"
-    assert bench.cublas_math_mode() == bench.CUBLAS_DEFAULT_MATH, "the TF32 run restored the math mode"
+    assert cublas_math_mode() == bench.CUBLAS_DEFAULT_MATH, "the TF32 run restored the math mode"
 
 
 def test_timing_is_sane():
