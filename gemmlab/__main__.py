@@ -180,8 +180,23 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+def cmd_tune_matmul(shapes) -> int:
+    """gemmlab.matmul's first-use tuning of each shape's class, ahead of time (library/first_use.py)."""
+    from .library import dispatch, first_use
+    gpu = device.facts().name
+    if first_use.has_model(gpu):
+        print(f"{gpu} has a fitted model of its own: gemmlab.matmul plans from it and tunes nothing")
+        return 0
+    for shape in shapes:
+        plan = first_use.adjusted(dispatch.plan(*shape))
+        print(f"{'x'.join(map(str, shape))}: {plan.label}")
+    return 0
+
+
 def cmd_tune(args) -> int:
     from . import tune
+    if args.matmul:
+        return cmd_tune_matmul(args.matmul)
     size, only = args.plan
     search = tune.tune(args.kernel, size, only=only)
     spec = registry.get(args.kernel)
@@ -314,8 +329,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("kernel")
     p.add_argument("--size", nargs=3, type=cli_args.positive, metavar=("M", "N", "K"))
     p.set_defaults(fn=cmd_sweep)
-    p = sub.add_parser("tune", help="sweep, validate, time and remember the best configuration (GPU)")
-    p.add_argument("kernel")
+    p = sub.add_parser("tune", help="sweep, validate, time and remember the best configuration (GPU); with --matmul, "
+                                    "tune gemmlab.matmul ahead of time on a GPU that has no fitted model")
+    p.add_argument("kernel", nargs="?", help="a kernel name or chapter number (not with --matmul)")
+    p.add_argument("--matmul", nargs="+", type=cli_args.shape, metavar="MxNxK",
+                   help="shapes whose classes gemmlab.matmul tunes now (what a first call would do)")
     p.add_argument("--size", nargs=3, type=cli_args.positive, metavar=("M", "N", "K"))
     p.add_argument("--only", action="append", metavar="NAME=V1,V2",
                    help="search only these values of a tunable (repeatable)")
@@ -354,11 +372,13 @@ def main(argv: list[str] | None = None) -> int:
     from .compile import CompileError
     from .files import UnusableDirectory
     try:
-        if args.command == "tune":
+        if args.command == "tune" and (args.matmul is None) == (args.kernel is None):
+            raise UsageError("tune takes a kernel, or --matmul with shapes (MxNxK), not both")
+        if args.command == "tune" and args.kernel is not None:
             args.plan = cli_args.tune_plan(args)       # refused before asking for a GPU
         if args.command in ON_GPU:             # a mistake in the kernels or -D said first, GPU or not
             defines = cli_args.defines(getattr(args, "define", None))
-            named = args.kernel if isinstance(args.kernel, list) else [args.kernel]
+            named = args.kernel if isinstance(args.kernel, list) else [args.kernel] if args.kernel else []
             for name in named:
                 if name not in ("matmul", "cublas"):   # bench's library call, run's baseline
                     registry.get(name).resolve(defines)

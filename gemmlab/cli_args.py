@@ -114,3 +114,11 @@ def tune_plan(args) -> tuple[tuple, dict]:
         raise UsageError(f"{count} configurations are more than --max {args.max}: narrow the search with --sliders "
                          f"or --only NAME=V1,V2 (or raise --max if you mean it)")
     return size, only
+
+
+def shape(text: str) -> tuple[int, int, int]:
+    """A shape written MxNxK, each a whole number of at least 1."""
+    parts = text.lower().split("x")
+    if len(parts) != 3 or not all(re.fullmatch(r"[0-9]+", p) and int(p) >= 1 for p in parts):
+        raise argparse.ArgumentTypeError(f"'{text}' is not a shape MxNxK of whole numbers of at least 1")
+    return tuple(int(p) for p in parts)

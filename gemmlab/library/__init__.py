@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import bench, device
-from . import dispatch
+from . import dispatch, first_use
 from ..spec import Problem
 
 
@@ -166,7 +166,8 @@ def _run(C, A, lda: int, B, ldb: int, M: int, N: int, K: int, alpha: float, beta
                       "transposed view this product writes", LayoutCopy, stacklevel=3)
         C = cp.ascontiguousarray(target) if beta != 0 else cp.empty((M, N), cp.float32)
         lc = Layout(False, N)
-    plan = dispatch.plan(M, N, K, lda, ldb, lc.ld, _aligned(A, B, C))
+    aligned = _aligned(A, B, C)
+    plan = first_use.adjusted(dispatch.plan(M, N, K, lda, ldb, lc.ld, aligned), aligned)
     if plan.stage_ldb:
         B, ldb = _staged(B, K, N, ldb, plan.stage_ldb, cp), plan.stage_ldb
     rows, cols = plan.core or (M, N)
