@@ -17,9 +17,10 @@ def no_model(tmp_path, monkeypatch):
     return tmp_path / first_use.STORE_NAME
 
 
-def test_a_class_is_the_sizes_rounded_up_to_powers_of_two_and_the_rows_alignment():
-    assert first_use.class_key(Problem(3000, 4096, 1000), True) == "4096x4096x1024"
-    assert first_use.class_key(Problem(1, 2, 3), True) == "1x2x4 N%4 K%4"
+def test_a_class_is_the_sizes_rounded_up_and_the_rows_alignment():
+    assert first_use.class_key(Problem(3000, 4096, 1000), True) == "3072x4096x1024"
+    assert [first_use._bucket(n) for n in (1, 3, 5, 6, 7, 5000, 6144, 8192)] == [1, 3, 6, 6, 8, 6144, 6144, 8192]
+    assert first_use.class_key(Problem(1, 2, 3), True) == "1x2x3 N%4 K%4"
     assert first_use.class_key(Problem(4096, 4095, 4096), False) == "4096x4096x4096 unaligned N%4"
 
 

@@ -33,12 +33,15 @@ def has_model(gpu: str) -> bool:
 
 
 def _bucket(n: int) -> int:
-    return 1 << max(n - 1, 0).bit_length()
+    """n rounded up to the next of 1, 2, 3, 4, 6, 8, 12, 16, ... (powers of two and one and a half times
+    them): 5000 and 8192 are different classes, whose best tiles differ on an H200."""
+    p = 1 << max(n - 1, 0).bit_length()
+    return p * 3 // 4 if p >= 4 and n <= p * 3 // 4 else p
 
 
 def class_key(problem, aligned: bool) -> str:
-    """Shapes that share a choice: each size rounded up to a power of two, and how the rows align (which
-    copy path the tiles take)."""
+    """Shapes that share a choice: each size rounded up (`_bucket`), and how the rows align (which copy path
+    the tiles take)."""
     return (f"{_bucket(problem.M)}x{_bucket(problem.N)}x{_bucket(problem.K)}"
             f"{'' if aligned else ' unaligned'}{'' if problem.N % 4 == 0 else ' N%4'}{'' if problem.K % 4 == 0 else ' K%4'}")
 
