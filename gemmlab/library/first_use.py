@@ -19,7 +19,9 @@ import sys
 from pathlib import Path
 
 from .. import bench, compile as compiler, device, files
-from . import dispatch, time_model
+from .dispatch import Plan, config_key, device_facts
+from .dispatch import options as options_of
+from .time_model import fitted_path, model, unsplit
 
 # How many of the model's best options a first call times.
 CANDIDATES = 4
@@ -29,7 +31,7 @@ STORE_NAME = "matmul-tuned.json"
 @functools.lru_cache(maxsize=None)
 def has_model(gpu: str) -> bool:
     """Whether gemmlab/fitted/ holds a model fitted to this GPU's own record."""
-    return time_model.fitted_path(gpu).exists()
+    return fitted_path(gpu).exists()
 
 
 def _bucket(n: int) -> int:
@@ -82,14 +84,14 @@ def _right(option) -> bool:
 def _config(option) -> str:
     """An option's configuration, its split tunables aside (the plan picks a split for each shape)."""
     spec = option.launch.spec
-    return dispatch.config_key(spec.name, time_model.unsplit(spec, option.launch.params))
+    return config_key(spec.name, unsplit(spec, option.launch.params))
 
 
-def _ranked(plan: dispatch.Plan, aligned: bool) -> list:
+def _ranked(plan: Plan, aligned: bool) -> list:
     """Every option the model has for the plan's problem, best first, one per configuration (its best split)."""
-    dev, gpu = dispatch.device_facts()
-    m = time_model.model(dev["name"])
-    found, _ = dispatch.options(m, plan.problem, dev, gpu, aligned)
+    dev, gpu = device_facts()
+    m = model(dev["name"])
+    found, _ = options_of(m, plan.problem, dev, gpu, aligned)
     out, seen = [], set()
     for o in sorted(found, key=lambda o: (o.predicted_us, o.label)):
         if _config(o) not in seen:
@@ -102,7 +104,7 @@ def _ranked(plan: dispatch.Plan, aligned: bool) -> list:
 _adjusted: dict = {}
 
 
-def adjusted(plan: dispatch.Plan, aligned: bool = True, timer=_time, checker=_right, say=True) -> dispatch.Plan:
+def adjusted(plan: Plan, aligned: bool = True, timer=_time, checker=_right, say=True) -> Plan:
     """The plan, or on a GPU with no model of its own the option first use found fastest for its class."""
     memo = (plan.problem, plan.key, aligned)
     if memo not in _adjusted:
@@ -110,8 +112,8 @@ def adjusted(plan: dispatch.Plan, aligned: bool = True, timer=_time, checker=_ri
     return _adjusted[memo]
 
 
-def _adjust(plan: dispatch.Plan, aligned: bool, timer, checker, say: bool) -> dispatch.Plan:
-    gpu = dispatch.device_facts()[0]["name"]
+def _adjust(plan: Plan, aligned: bool, timer, checker, say: bool) -> Plan:
+    gpu = device_facts()[0]["name"]
     if has_model(gpu) or plan.core or plan.stage_ldb or plan.launches > 1:
         return plan
     path = _store_path()
