@@ -6,7 +6,7 @@ of a shape's class times the model's CANDIDATES best options for it once (valida
 flushed), keeps the fastest that is right, remembers it in the compile cache keyed by the GPU, its driver
 and gemmlab's version, and says so. Later calls of the class run the remembered choice. A call the plan
 reshapes (peeled, B copied) or runs in several launches keeps the plan as it is. `python -m gemmlab tune
---matmul M N K ...` tunes shapes ahead of time; `python -m gemmlab fit` on a record of the GPU fits a
+--matmul MxNxK ...` tunes shapes' classes beforehand; `python -m gemmlab fit` on a record of the GPU fits a
 model of its own (docs/dispatch.md).
 """
 from __future__ import annotations
