@@ -16,8 +16,13 @@ from . import exercise as round_time_exercise
 from . import plots
 
 
-def _suite_record():
-    return next((r for r in records.load_all() if r.data.get("matmul_suite")), None)
+def _suite_record(say: bool = True):
+    """The newest record that holds gemmlab.matmul's suite, or None (having said how to make one)."""
+    rec = next((r for r in records.load_all() if r.data.get("matmul_suite")), None)
+    if rec is None and say:
+        markdown("No record holds gemmlab.matmul's suite yet: on a GPU, `python -m gemmlab record --matmul` "
+                 "measures it.")
+    return rec
 
 
 def show_plans(shapes: list[tuple[int, int, int]]) -> None:
@@ -70,7 +75,7 @@ def show_worked_plan(shape: tuple[int, int, int]) -> None:
                               "predicted us", "against the choice"], rows))
     if p.refused:
         text += "\n\nCannot run it: " + "; ".join(p.refused)
-    rec = _suite_record()
+    rec = _suite_record(say=False)
     ran = [r for r in (rec.data["matmul_suite"] if rec else []) if records.shape_key(r) == tuple(shape)]
     if ran:
         r = ran[0]
@@ -87,8 +92,6 @@ def show_predicted_against_measured(worked: tuple[int, int, int] | None = None) 
     """The plan's predicted time against the measured time of every call of the recorded suite."""
     rec = _suite_record()
     if rec is None:
-        markdown("No record holds gemmlab.matmul's suite yet: on a GPU, `python -m gemmlab record --matmul` "
-                 "measures it.")
         return
     rows = rec.data["matmul_suite"]
     plots.predicted_against_measured(rows, f"measured on {rec.device['name']}, {rows[0]['date']}", worked)
@@ -100,8 +103,6 @@ def show_matmul_suite() -> None:
     kernel at its defaults beside the plan per shape."""
     rec = _suite_record()
     if rec is None:
-        markdown("No record holds gemmlab.matmul's suite yet: on a GPU, `python -m gemmlab record --matmul` "
-                 "measures it.")
         return
     rows = rec.data["matmul_suite"]
     markdown(f"```\n{library.suite_table(rows)}\n```\n\nMeasured on {rec.device['name']}, {rows[0]['date']}: "

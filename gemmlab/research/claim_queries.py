@@ -91,11 +91,7 @@ def _build(kernel: str, params_items: tuple):
 
 def _sass(args: list[str]) -> float:
     from .. import sass
-    if len(args) < 2:
-        raise ClaimError("'sass' takes KERNEL FIELD [NAME=VALUE...]")
-    spec = registry.get(args[0])
-    build = _build(spec.name, tuple(sorted(_params(spec, args[2:]).items())))
-    field = args[1]
+    build, field = _kernel_build("sass", args), args[1]
     if field == "instructions":
         return float(len(sass.instructions(build)))
     if hasattr(build.resources, field):
@@ -232,11 +228,7 @@ def _loop(args: list[str]) -> float:
     UNROLL=8; loop 10 same_bank (share of its FFMAs with two reads in one register bank); loop 10
     from_cache (FFMA operands served by the reuse cache, per FFMA)."""
     from .. import sass
-    if len(args) < 2:
-        raise ClaimError("'loop' takes KERNEL FIELD [NAME=VALUE...]")
-    spec = registry.get(args[0])
-    build = _build(spec.name, tuple(sorted(_params(spec, args[2:]).items())))
-    field = args[1]
+    build, field = _kernel_build("loop", args), args[1]
     if field == "instructions":
         return float(len(sass.hot_region(build)))
     if field in ("same_bank", "from_cache"):
@@ -246,7 +238,7 @@ def _loop(args: list[str]) -> float:
     if field in ("after_barrier", "copies_before_loads"):
         bar = next((i for i, op in enumerate(ops) if op.startswith("BAR")), None)
         if bar is None:
-            raise ClaimError(f"the hot loop of {spec.name} has no barrier")
+            raise ClaimError(f"the hot loop of {build.kernel} has no barrier")
         if field == "after_barrier":          # instructions between the barrier and the first FFMA
             return float(ops.index("FFMA", bar) - bar - 1)
         first = next(i for i in range(bar, len(ops)) if ops[i].startswith("LDS.128"))
