@@ -124,7 +124,7 @@ def _settings(folder: Path):
 def lab(tmp_path_factory):
     base = tmp_path_factory.mktemp("lab")
     root = base / "notebooks"
-    shutil.copytree(NOTEBOOKS, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    shutil.copytree(NOTEBOOKS, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "workspace"))
     _settings(base / "settings")
     for folder in ("config", "data", "runtime", "ipython", "workspaces"):
         (base / folder).mkdir()
@@ -629,6 +629,23 @@ def _wait_editor(page: Page, path: str, predicate, what: str, timeout: float = 3
         page.wait_for_timeout(250)
 
 
+def _type_the_fix(page: Page, lab, copy: str, spec) -> None:
+    """In the learner's copy open in the editor: select the starter's lines, type the chapter's own, Ctrl+S;
+    the file saved is then the chapter's solution."""
+    from gemmlab import exercises
+    page.evaluate("async (path) => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }", copy)
+    state = _wait_editor(page, copy, lambda s: True, f"{copy} is not the current tab")
+    starter = spec.exercise.starter.rstrip("\n") + "\n"
+    start = state["text"].index(starter)
+    assert page.evaluate(SELECT_JS, [copy, start, start + len(starter)]), "the editor did not take the focus"
+    page.keyboard.insert_text(exercises.solution_region(spec))
+    _wait_editor(page, copy, lambda s: s["dirty"], "typing did not change the file in the editor")
+    page.keyboard.press("Control+s")
+    _wait_editor(page, copy, lambda s: not s["dirty"], "Ctrl+S did not save the file")
+    on_disk = (lab.root / copy).read_text()
+    assert on_disk == spec.path.read_text(), "the saved file is the starter with the fix typed in"
+
+
 def _keep(page: Page, label: str):
     """A screenshot of this step for the record (test-artifacts/loop-*.png)."""
     _screenshot(page, f"loop-{label}")
@@ -721,18 +738,7 @@ def test_the_learners_loop(lab, context, name):
             _keep(page, f"{label}-3-check-fails")
 
         with step(page, f"loop-{label}-fix"):
-            page.evaluate("async (path) => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }",
-                          copy)
-            state = _wait_editor(page, copy, lambda s: True, f"{copy} is not the current tab")
-            starter = spec.exercise.starter.rstrip("\n") + "\n"
-            start = state["text"].index(starter)
-            assert page.evaluate(SELECT_JS, [copy, start, start + len(starter)]), "the editor did not take the focus"
-            page.keyboard.insert_text(exercises.solution_region(spec))
-            _wait_editor(page, copy, lambda s: s["dirty"], "typing did not change the file in the editor")
-            page.keyboard.press("Control+s")
-            _wait_editor(page, copy, lambda s: not s["dirty"], "Ctrl+S did not save the file")
-            on_disk = (lab.root / copy).read_text()
-            assert on_disk == spec.path.read_text(), "the saved file is the starter with the fix typed in"
+            _type_the_fix(page, lab, copy, spec)
             _keep(page, f"{label}-4-fix-saved")
 
         with step(page, f"loop-{label}-check-fix"):
@@ -782,7 +788,8 @@ def test_the_learners_loop_in_python(lab, context):
     page = context.new_page()
     try:
         with step(page, "loop-14-exercise"):
-            page.goto(lab.url(f"/lab/tree/{name}"), wait_until="domcontentloaded")
+            # reset: the layout the earlier loops left (their notebooks open) is not restored over this one
+            page.goto(lab.url(f"/lab/tree/{name}") + "&reset", wait_until="domcontentloaded")
             page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started", timeout=60_000)
             page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
             _wait_ready(page, name)
@@ -793,24 +800,14 @@ def test_the_learners_loop_in_python(lab, context):
             link.wait_for(timeout=10_000)
             link.click()
             starter = exercises.starter_text(spec)
-            state = _wait_editor(page, copy, lambda s: s["text"] == starter,
+            _wait_editor(page, copy, lambda s: s["text"] == starter,
                                  f"the link did not open {copy} in the editor, holding the starter")
             _keep(page, "14-1-starter-in-editor")
         with step(page, "loop-14-check-starter"):
             verdict = _cell_text(page, name, _run_cell(page, name, "gl.check("))
             assert verdict.startswith("FAIL") and "round_time(blocks=" in verdict, verdict
         with step(page, "loop-14-fix"):
-            page.evaluate("async (path) => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }",
-                          copy)
-            state = _wait_editor(page, copy, lambda s: True, f"{copy} is not the current tab")
-            body = spec.exercise.starter.rstrip("\n") + "\n"
-            start = state["text"].index(body)
-            assert page.evaluate(SELECT_JS, [copy, start, start + len(body)]), "the editor did not take the focus"
-            page.keyboard.insert_text(exercises.solution_region(spec))
-            _wait_editor(page, copy, lambda s: s["dirty"], "typing did not change the file in the editor")
-            page.keyboard.press("Control+s")
-            _wait_editor(page, copy, lambda s: not s["dirty"], "Ctrl+S did not save the file")
-            assert (lab.root / copy).read_text() == spec.path.read_text()
+            _type_the_fix(page, lab, copy, spec)
         with step(page, "loop-14-check-fix"):
             verdict = _cell_text(page, name, _run_cell(page, name, "gl.check("))
             assert verdict.startswith("PASS") and "the plan's arithmetic at all" in verdict, verdict
