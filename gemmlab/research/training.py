@@ -46,6 +46,27 @@ MATMUL_SUITE = (tuple((s, s, s) for s in (128, 192, 320, 640, 768, 1536, 2000, 2
                 + ((1024, 1024, 32768), (8192, 8192, 128)))
 MATMUL_REPS = 25
 
+# Issue 33's classes of shapes, each with the shapes real workloads run (LLaMA-7B's and Mistral-7B's
+# projections at prefill and at decode batches, GPT-2's and LLaMA's LM heads, ViT-B/16's and ViT-L/16's
+# MLPs at a batch of 16 images, 1x1 convolutions): where gemmlab.matmul is held to 0.90 of cuBLAS in every
+# class (.ci/matmul-classes), besides the headline squares. None of them is in MATMUL_SUITE.
+CLASS_SUITE = {
+    "headline squares": ((2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192)),
+    "few rows, large K (decode batches)": ((1, 11008, 4096), (8, 4096, 11008), (17, 4096, 4096),
+                                           (24, 11008, 4096), (32, 14336, 4096), (48, 4096, 14336),
+                                           (64, 8192, 8192), (16, 32000, 4096)),
+    "few columns, large K": ((11008, 1, 4096), (4096, 24, 11008), (8192, 48, 8192), (14336, 64, 4096)),
+    "K of 32 or less": ((4096, 4096, 7), (8192, 8192, 16), (4096, 16384, 32), (2048, 2048, 1),
+                        (16384, 1024, 3), (1000, 3000, 24)),
+    "M or N not a multiple of 4": ((2048, 50257, 768), (512, 50257, 4096), (4097, 4095, 4096), (1001, 999, 1000),
+                                   (2047, 2047, 2047), (255, 4099, 1024), (6143, 1023, 2048), (3152, 3073, 768)),
+    "primes": ((1999, 2003, 2011), (509, 521, 523), (4093, 4091, 4099), (997, 8191, 127), (7919, 1009, 2003)),
+    "short-wide and tall-thin, small K": ((64, 65536, 64), (65536, 64, 64), (128, 32768, 128), (32768, 96, 128),
+                                          (256, 131072, 32), (12544, 256, 64)),
+    "transformer and vision layers": ((2048, 11008, 4096), (2048, 4096, 11008), (512, 14336, 4096),
+                                      (3152, 3072, 768), (3152, 768, 3072), (3152, 4096, 1024)),
+}
+
 
 def _training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
     """Shapes drawn log-uniformly from 16 to 8192 per dimension, half of them rounded to multiples of
