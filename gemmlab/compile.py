@@ -273,7 +273,10 @@ def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch:
         # Each file whole or not at all; the resources last, as a reader needs all three.
         files.write_atomic(cubin_path, image)
         files.write_atomic(log_path, log)
-        resources = Resources.of(image, sass.opcodes(cubin_path))
+        # Spills go to local memory, which lives in the stack frame: with no frame there are none to count,
+        # and nvdisasm (a third to a half of a compile's time) is not run
+        frame = cubin.resources(image)["stack_frame"]
+        resources = Resources.of(image, sass.opcodes(cubin_path) if frame else [])
         files.write_atomic(res_path, json.dumps(asdict(resources)))
     return Build(spec.name, full, arch, cubin_path, log, resources, compiler, found is not None)
 

@@ -44,6 +44,16 @@ def sections(elf: bytes) -> dict[str, tuple[int, int, int]]:
     return out
 
 
+def target(elf: bytes, function: str = "sgemm") -> str:
+    """The architecture whose SASS the cubin holds ("sm_90"), from the ELF header's flags, as nvdisasm
+    reads it: CUDA 13's cubins (ELF ABI version 8 and later) keep the SM number in bits 8-15 of
+    e_flags, CUDA 12's in bits 0-7. ValueError for an ELF with no code of `function` (PTX only)."""
+    if f".text.{function}" not in sections(elf):
+        raise ValueError(f"the cubin holds no machine code for {function}")
+    flags, = struct.unpack_from("<I", elf, 0x30)
+    return f"sm_{(flags >> 8) & 0xFF if elf[8] >= 8 else flags & 0xFF}"
+
+
 def _attributes(elf: bytes, offset: int, size: int):
     """The (attribute, payload) records of a .nv.info section (format, attr, then a value)."""
     i, end = offset, offset + size

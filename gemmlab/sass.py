@@ -25,10 +25,6 @@ def disassemble(build) -> str:
     return _disassemble(build.cubin_path)
 
 
-# The architecture a cubin holds SASS for: nvdisasm prints `.target sm_90` for CUDA 13's cubins and
-# `.headerflags @"... EF_CUDA_SM90 ..."` for CUDA 12's.
-
-
 def opcodes(cubin_path: Path) -> list[str]:
     """Opcodes with their modifiers (e.g. 'LDS.128', 'FFMA'), in program order."""
     return [m.group(1) for m in _INSTRUCTION.finditer(_disassemble(cubin_path))]

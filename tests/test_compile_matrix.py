@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from gemmlab import arch as archs, sass
-from gemmlab.compile import compile_kernel, precompile
+from gemmlab import arch as archs, cubin, sass
+from gemmlab.compile import Resources, compile_kernel, precompile
 from gemmlab.registry import KERNELS
 from gemmlab.spec import IllegalConfig
 
@@ -26,7 +26,6 @@ def target_arch(build) -> str:
 def ptxas_report(log: str):
     """The resources the ptxas report in NVRTC's log gives, where the log carries one (not always: see
     gemmlab/cubin.py), else None."""
-    from gemmlab.compile import Resources
     if not re.search(r"Used \d+ registers", log):
         return None
 
@@ -75,7 +74,7 @@ def test_compiles_at_default_and_extreme_configs(name, cfg, arch, tmp_path, monk
         return
     build = compile_kernel(name, cfg, arch)
     assert build.cubin[:4] == b"\x7fELF"
-    assert target_arch(build) == arch, "SASS for this architecture, not PTX for the driver"
+    assert cubin.target(build.cubin) == arch, "SASS for this architecture, not PTX for the driver"
     r = build.resources
     assert 0 < r.registers <= 255
     if arch in ARCHS_TESTED:   # elsewhere a spill is reported, not refused (05 at 1024 threads: sm_75, 86-89, 120)
@@ -87,6 +86,42 @@ def test_compiles_at_default_and_extreme_configs(name, cfg, arch, tmp_path, monk
             assert not (again["spill_stores"] or again["spill_loads"]), f"{build.report()}\nalone: {again}"
     assert r.static_smem == KERNELS[name].static_smem(cfg), "the registry's shared-memory model matches the cubin"
     assert build.occupancy.blocks_per_sm >= 1
+
+
+@pytest.mark.parametrize("arch", EVERY_ARCH)
+def test_the_cubins_header_names_the_architecture_nvdisasm_names(arch):
+    """The matrix reads a build's architecture from its ELF header (cubin.target), not from a disassembly
+    of every build: for each architecture, the two agree on one kernel's defaults."""
+    build = compile_kernel(CASES[0][0], CASES[0][1], arch)
+    assert cubin.target(build.cubin) == target_arch(build) == arch
+
+
+def test_a_cubin_with_no_machine_code_has_no_target():
+    build = compile_kernel(CASES[0][0], CASES[0][1], "sm_90")
+    renamed = build.cubin.replace(b".text.sgemm", b".text.other")
+    with pytest.raises(ValueError, match="no machine code"):
+        cubin.target(renamed)
+
+
+# Every configuration on the GPU gemmlab.matmul's model is fitted on, and 05's (which spills at 1024 threads
+# on the architectures with 64 K registers a block) everywhere.
+FRAME_CASES = [(n, c, "sm_90") for n, c in CASES] + [(n, c, a) for n, c in CASES if n.startswith("05")
+                                                      for a in EVERY_ARCH if a != "sm_90"]
+
+
+def test_a_build_with_no_stack_frame_has_no_spills_to_count():
+    """compile_kernel counts spilled bytes from the SASS only where the cubin has a stack frame (spills
+    live there): the resources it gives are those a disassembly of every build gives, spills included."""
+    framed = 0
+    for name, cfg, arch in FRAME_CASES:
+        spec = KERNELS[name]
+        if not spec.runs_on(spec.resolve(cfg), archs.get(arch)):
+            continue
+        build = compile_kernel(name, cfg, arch)
+        everything = Resources.of(build.cubin, sass.opcodes(build.cubin_path))
+        assert everything == build.resources, f"{name} {cfg} {arch}"
+        framed += bool(build.resources.stack_frame)
+    assert framed, "some build has a stack frame, so both paths are compared"
 
 
 @pytest.mark.parametrize("arch", ARCHS_TESTED)
