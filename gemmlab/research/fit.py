@@ -4,6 +4,7 @@ into gemmlab/fitted/. The plan reads the frozen file; nothing here runs when a u
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +42,7 @@ def training_rows(rec: records.Record, trained: list[dict] | None = None) -> lis
     ridge = ridge_of(rec.device)
     return [r for r in rows if rec.row_is_fresh(r)
             and registry.KERNELS[r["kernel"]].k_tile is not None
-            and (not registry.KERNELS[r["kernel"]].streams
+            and (not registry.model(r["kernel"]).streams
                  or Problem(*records.shape_key(r)).intensity <= STREAMING_REACH * ridge)]
 
 
@@ -66,14 +67,59 @@ def _fit_one(waves: np.ndarray, steps: np.ndarray, us: np.ndarray,
     """(a, b, squared relative error) minimising sum ((launch + w (a + b k)) / t - 1)^2 with a, b >= 0
     (w and k as features gives them; `launch` per row: the launch, and a split's chain where there is
     one)."""
-    u, v, r = waves / us, waves * steps / us, 1.0 - launch_us / us
-    uu, uv, vv, ur, vr = u @ u, u @ v, v @ v, u @ r, v @ r
+    return _solve(_gram(waves, steps, us), us, launch_us)
+
+
+def _gram(waves: np.ndarray, steps: np.ndarray, us: np.ndarray) -> tuple:
+    """The half of _fit_one's least squares that the launch does not change (a grid over the launch reuses it)."""
+    u, v = waves / us, waves * steps / us
+    return u, v, u @ u, u @ v, v @ v
+
+
+def _solve(gram: tuple, us: np.ndarray, launch_us: np.ndarray | float) -> tuple[float, float, float]:
+    u, v, uu, uv, vv = gram
+    r = 1.0 - launch_us / us
+    ur, vr = u @ r, v @ r
     det = uu * vv - uv * uv
     a, b = ((vv * ur - uv * vr) / det, (uu * vr - uv * ur) / det) if det > 1e-12 * uu * vv else (-1.0, 0.0)
     if a < 0 or b < 0:                       # the cheapest tile costs nothing beyond its K steps
         a, b = 0.0, max(vr / vv, 0.0)
     err = u * a + v * b - r
     return float(a), float(b), float(err @ err)
+
+
+@dataclass(frozen=True)
+class CandidateRows:
+    """One candidate's rows as the model sees them (time_model.features), one array entry per row: whole
+    rounds `w`, K steps `k`, blocks alone on an SM `lone`, pieces of split tiles `pieces`, the share of
+    tiles on the checked copy path `checked`, the last round's fill `rest`, and the measured times `us`;
+    with its blocks per SM."""
+    w: np.ndarray
+    k: np.ndarray
+    lone: np.ndarray
+    pieces: np.ndarray
+    checked: np.ndarray
+    rest: np.ndarray
+    us: np.ndarray
+    per_sm: int
+    grams: dict = field(default_factory=dict, compare=False, repr=False)   # (alone, ragged) -> _gram's
+
+    def model_waves(self, alone: float, ragged: float) -> np.ndarray:
+        return waves(self.w, self.lone, self.rest, alone, self.per_sm) * (1 + ragged * self.checked)
+
+    def error(self, launch_us: float, alone: float, chain_us: float, ragged: float) -> float:
+        """The squared relative error of the best per-tile and per-step costs for these constants (the
+        same numbers _fit_one gives: its launch-free half is kept per alone and ragged)."""
+        key = (alone, ragged)
+        if key not in self.grams:
+            self.grams[key] = _gram(self.model_waves(alone, ragged), self.k, self.us)
+        return _solve(self.grams[key], self.us, launch_us + chain_us * self.pieces)[2]
+
+
+def _best(grid, error) -> object:
+    """The point of `grid` with the smallest `error(point)` (the first of equals)."""
+    grid = list(grid)
+    return grid[int(np.argmin([error(g) for g in grid]))]
 
 
 def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None,
@@ -91,7 +137,7 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
         if key not in resources:
             build = compile_kernel(kernel, params, arch)
             resources[key] = (build.resources.registers, build.resources.static_smem)
-    data = []                   # per candidate: its rows' waves, K steps, blocks alone, times
+    data: list[CandidateRows] = []
     best_rates = []             # per candidate: the best rate (TFLOP/s) its rows reached
     for kernel, params in configs:
         spec = registry.KERNELS[kernel]
@@ -100,23 +146,19 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
         mine = [r for r in rows if r["kernel"] == kernel and unsplit(spec, r["params"]) == params]
         best_rates.append(max(Problem(*records.shape_key(r)).flops / (r["ms"] * 1e9) for r in mine))
         feats = [features(spec, r["params"], Problem(*records.shape_key(r)), dev["sm_count"], per_sm) for r in mine]
-        data.append((np.array([f[0] for f in feats]), np.array([f[1] for f in feats], dtype=float),
-                     np.array([f[2] for f in feats]), np.array([f[3] for f in feats], dtype=float),
-                     np.array([f[4] for f in feats]), np.array([f[5] for f in feats]),
-                     np.array([r["ms"] * 1e3 for r in mine]), per_sm))
+        columns = [np.array([f[i] for f in feats], dtype=float if i in (1, 3) else None) for i in range(6)]
+        data.append(CandidateRows(*columns, np.array([r["ms"] * 1e3 for r in mine]), per_sm))
 
-    def total(launch_us: float, alone: float, chain_us: float, ragged: float) -> float:
-        return sum(_fit_one(waves(w, lone, rest, alone, per_sm) * (1 + ragged * checked), k, t,
-                            launch_us + chain_us * pieces)[2]
-                   for w, k, lone, pieces, checked, rest, t, per_sm in data)
+    def total(launch_us: float, alone: float, chain_us: float, ragged: float, of=data) -> float:
+        return sum(d.error(launch_us, alone, chain_us, ragged) for d in of)
     # launch and alone on their grid, then chain and ragged each on its own (each moves only some
     # rows: the split ones, the ragged ones), twice over
     launch, alone, chain, ragged = 0.0, 1.0, 0.0, 0.0
     for _ in range(2):
-        grid = [(launch_us, a) for launch_us in LAUNCH_GRID_US for a in ALONE_GRID]
-        launch, alone = (float(x) for x in grid[int(np.argmin([total(*g, chain, ragged) for g in grid]))])
-        chain = float(CHAIN_GRID_US[int(np.argmin([total(launch, alone, c, ragged) for c in CHAIN_GRID_US]))])
-        ragged = float(RAGGED_GRID[int(np.argmin([total(launch, alone, chain, r) for r in RAGGED_GRID]))])
+        launch, alone = (float(x) for x in _best(((lu, a) for lu in LAUNCH_GRID_US for a in ALONE_GRID),
+                                                 lambda g: total(g[0], g[1], chain, ragged)))
+        chain = float(_best(CHAIN_GRID_US, lambda c: total(launch, alone, c, ragged)))
+        ragged = float(_best(RAGGED_GRID, lambda r: total(launch, alone, chain, r)))
     # each slow copy path costs what its own code costs (09-11 share 09's checked copies and one rule for
     # which tiles take them; 13 copies B 4 bytes at a time, unchecked): `ragged` per copy path, fitted to the rows
     # of every kernel that shares it, where they take that path at all; kept per kernel
@@ -124,51 +166,45 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
     for path in sorted({copy_path(registry.KERNELS[kernel]) for kernel, _ in configs} - {None}):
         names = sorted({kernel for kernel, _ in configs if copy_path(registry.KERNELS[kernel]) == path})
         mine = [d for (kernel, _), d in zip(configs, data) if kernel in names]
-        if any(np.any(d[4] > 0) for d in mine):
-            r_path = float(RAGGED_GRID[int(np.argmin([
-                sum(_fit_one(waves(w, lone, rest, alone, per_sm) * (1 + r * checked), k, t, launch + chain * pieces)[2]
-                    for w, k, lone, pieces, checked, rest, t, per_sm in mine) for r in RAGGED_GRID]))])
+        if any(np.any(d.checked > 0) for d in mine):
+            r_path = float(_best(RAGGED_GRID, lambda r: total(launch, alone, chain, r, of=mine)))
             by_kernel.update({name: r_path for name in names})
     # a chain is a different thing in each kernel that has one (11's pieces add into C in turn, 13's last
     # piece reads the others' partial tiles): `chain` per kernel, fitted to its rows, where it has any
     chain_by_kernel = {}
     for name in sorted({kernel for kernel, _ in configs}):
         mine = [d for (kernel, _), d in zip(configs, data) if kernel == name]
-        if any(np.any(d[3] > 0) for d in mine):
-            chain_by_kernel[name] = float(CHAIN_GRID_US[int(np.argmin([
-                sum(_fit_one(waves(w, lone, rest, alone, per_sm) * (1 + by_kernel.get(name, ragged) * checked), k, t,
-                             launch + c * pieces)[2]
-                    for w, k, lone, pieces, checked, rest, t, per_sm in mine) for c in CHAIN_GRID_US]))])
+        if any(np.any(d.pieces > 0) for d in mine):
+            chain_by_kernel[name] = float(_best(CHAIN_GRID_US, lambda c: total(
+                launch, alone, c, by_kernel.get(name, ragged), of=mine)))
     candidates, errors = [], []
-    for (kernel, params), (w0, k, lone, pieces, checked, rest, t, per_sm), best_tflops in zip(configs, data,
-                                                                                             best_rates):
+    for (kernel, params), d, best_tflops in zip(configs, data, best_rates):
         chain_k = chain_by_kernel.get(kernel, chain)
         ragged_k = by_kernel.get(kernel, ragged)
         # how fast a block runs on an SM it shares with fewer than a full round depends on the
         # configuration (64 threads alone are latency-bound, 256 are not): each candidate its own
         # `alone`, on the same grid, where enough of its rows have such rounds
         own, own_chain = alone, chain_k
-        alones = ALONE_GRID if np.count_nonzero(lone | (rest > 0)) >= OWN_ALONE_ROWS else (alone,)
+        alones = ALONE_GRID if np.count_nonzero(d.lone | (d.rest > 0)) >= OWN_ALONE_ROWS else (alone,)
         # and its own `chain` where enough of its launches show it: chapter 11's where they split every tile
         # (where only a last wave is split, the chain hides behind the other tiles and says nothing), and
         # a kernel's that cuts every tile along K (its gather ends every launch) wherever it cuts
         spec = registry.KERNELS[kernel]
         gathers = any(pieces_of(spec, v)[1] > 1 for v in split_variants(spec, params))
-        shown = (pieces > 0) & (lone | gathers)
+        shown = (d.pieces > 0) & (d.lone | gathers)
         chains = CHAIN_GRID_US if np.count_nonzero(shown) >= OWN_ALONE_ROWS else (chain_k,)
         if len(alones) > 1 or len(chains) > 1:
-            grid = [(x, c) for x in alones for c in chains]
-            own, own_chain = grid[int(np.argmin([_fit_one(waves(w0, lone, rest, x, per_sm) * (1 + ragged_k * checked),
-                                                          k, t, launch + c * pieces)[2] for x, c in grid]))]
-        fixed = launch + own_chain * pieces
-        w = waves(w0, lone, rest, own, per_sm) * (1 + ragged_k * checked)
-        a, b, _ = _fit_one(w, k, t, fixed)
-        rel = (fixed + w * (a + b * k)) / t - 1
+            own, own_chain = _best(((x, c) for x in alones for c in chains),
+                                   lambda g: d.error(launch, g[0], g[1], ragged_k))
+        fixed = launch + own_chain * d.pieces
+        w = d.model_waves(own, ragged_k)
+        a, b, _ = _fit_one(w, d.k, d.us, fixed)
+        rel = (fixed + w * (a + b * d.k)) / d.us - 1
         errors += list(rel)
         regs, smem = resources[config_key(kernel, params)]
         candidates.append({"kernel": kernel, "params": params, "registers": regs, "static_smem": smem,
                            "per_tile_us": a, "per_step_us": b, "alone": own, "chain_us": own_chain,
-                           "best_tflops": round(best_tflops, 3), "rows": len(t),
+                           "best_tflops": round(best_tflops, 3), "rows": len(d.us),
                            "worst_error": float(np.abs(rel).max())})
     errors = np.abs(np.array(errors))
     used = sorted({kernel for kernel, _ in configs})
