@@ -67,7 +67,7 @@ def measure_ladder(results: list[dict], progress: bool = True) -> list[dict]:
 def measure_shape_search(spec: KernelSpec, progress: bool = True) -> list[dict]:
     """At each shape of the spec's per-shape search, every candidate, validated then timed
     against cuBLAS: what the final chapter's table picks its configuration per shape from."""
-    search = spec.shape_search
+    search = registry.programme(spec).shape_search
     jobs = [(shape, cfg) for shape in search.shapes for cfg in search.candidates]
     return [bench.bench(spec, cfg, shape, budget_s=0.25).as_row()
             for shape, cfg in tqdm(jobs, desc=f"{spec.name}: a configuration per shape", disable=not progress)]
@@ -77,6 +77,6 @@ def measure_final(spec: KernelSpec, params_at: Callable[[tuple], dict], progress
     """The final chapter's table: the kernel against cuBLAS at each shape of its per-shape search,
     at the configuration `params_at(shape)` gives, `reps` timed runs of each, interleaved, L2
     flushed before every run, validated first."""
-    search = spec.shape_search
+    search = registry.programme(spec).shape_search
     return [bench.bench(spec, params_at(shape), shape, reps=search.reps).as_row()
             for shape in tqdm(search.shapes, desc=f"{spec.name} against cuBLAS", disable=not progress)]

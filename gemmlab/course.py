@@ -1,15 +1,19 @@
 """The course plan: which sizes and shapes the chapters measure, and what the final chapter searches.
 
-Numbers only; no kernel is named here. The kernel specs (gemmlab/specs/) and the measurement
-campaigns read these.
+No kernel is named here. The sizes are numbers; a kernel's own measurement programme (which
+configurations `record` profiles, which shapes besides the squares it times, a per-shape search) is
+a `Programme`, written beside its spec in gemmlab/specs/ and found with `registry.programme`. The
+kernel specs and the measurement campaigns read these.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 # The matrix sizes the chapter explorers offer (and so the sizes `record` measures).
 EXPLORER_SIZES = (1024, 2048, 4096)
 # Where a chapter's steps (KernelSpec.steps) are measured, and where every kernel is profiled.
 STEP_SIZE = 4096
-# Where the Nsight Compute counters of every kernel are read (KernelSpec.counter_overrides): the
+# Where the Nsight Compute counters of every kernel are read (Programme.counter_overrides): the
 # size the chapters explain, where A and B (64 MiB each) no longer fit in the H100's 50 MiB of L2.
 COUNTER_SIZE = 4096
 # Chapter 00 times the first call of this chapter's kernel (compile, load, launch) at its defaults.
@@ -36,6 +40,31 @@ FINAL_CANDIDATES = tuple(
     for tiles, splits in (({"BM": 128, "BN": 256, "WM": 64, "WN": 64, "MINB": 1}, (1, 4, 5, 9)),
                           ({"BM": 128, "BN": 128, "WM": 32, "WN": 64, "MINB": 2}, (1,)))
     for stages in (3, 4) for spread in (2, 4) for split in splits)
-# Issue 17's shape suite, where gemmlab.matmul is put against cuBLAS (`record --matmul` keeps the
-# table in the record): squares, sizes that are multiples of nothing, skinny M and N, transformer
-# layers, extremes of K.
+
+
+@dataclass(frozen=True)
+class ShapeSearch:
+    """A configuration per shape, as a tuned library picks one: at each shape every candidate
+    (overrides on the defaults) is validated and timed, then the fastest is timed `reps` times."""
+    shapes: tuple[tuple[int, int, int], ...]
+    candidates: tuple[dict, ...]
+    reps: int
+
+
+@dataclass(frozen=True)
+class Programme:
+    """What the course measures of one kernel, beyond its sliders' configurations at EXPLORER_SIZES
+    and its steps at STEP_SIZE (both read from its spec)."""
+    # The configurations (overrides on the defaults) whose Nsight Compute counters `record` reads.
+    counter_overrides: tuple[dict, ...] = ({},)
+    # Shapes (M, N, K) besides the explorer's squares where `record` times the sliders' configurations:
+    # for a kernel built for a regime squares do not show (chapter 12's skinny products).
+    regime_shapes: tuple[tuple[int, int, int], ...] = ()
+    # A per-shape search (the final chapter's table), or None.
+    shape_search: ShapeSearch | None = None
+
+    def counter_configs(self, spec) -> list[dict[str, int]]:
+        """The full configurations of counter_overrides, resolved by `spec` (the kernel's
+        spec.KernelSpec, which this module sits below and does not import)."""
+        return [spec.resolve(cfg) for cfg in self.counter_overrides]
+

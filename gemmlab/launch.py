@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from . import registry, source
+from . import registry, results
 from .compile import compile_kernel
 from .roofline import ridge_point
 from .spec import KernelSpec, Params, Problem, split_time
@@ -148,9 +148,9 @@ def launch(M: int, N: int, K: int, kernel: str | KernelSpec | None = None, param
     full = spec.resolve(params)
     problem = Problem(M, N, K)
     spec.check_shape(full, problem)
-    here = source.here()
+    here = results.here()
     dev = here.device()
-    gpu = (f"{dev['name']}, this GPU" if isinstance(here, source.Live) else
+    gpu = (f"{dev['name']}, this GPU" if isinstance(here, results.Live) else
            f"{dev['name']}, the record's GPU (no GPU here)")
     build = compile_kernel(spec, full, dev["arch"])
     return launch_with(spec, full, problem, dev, build.occupancy.blocks_per_sm, gpu)
@@ -158,16 +158,17 @@ def launch(M: int, N: int, K: int, kernel: str | KernelSpec | None = None, param
 
 def ridge(dev: dict) -> float:
     """FLOPs per DRAM byte where a GPU's roofline bends (peak FP32 over the attribute bandwidth); `dev` as
-    source.here().device() gives it."""
+    results.here().device() gives it."""
     return ridge_point(dev["peak_fp32_tflops"] * 1e3, dev["dram_gbs"])
 
 
 def launch_with(spec: KernelSpec, params: Params, problem: Problem, dev: dict, blocks_per_sm: int, gpu: str) -> Launch:
     """The same Launch where the blocks per SM are known already (no compile): `dev` is a device's
-    facts as source.here().device() gives them. UnsupportedShape where the grid cannot be launched."""
+    facts as results.here().device() gives them. UnsupportedShape where the grid cannot be launched."""
     slots = dev["sm_count"] * blocks_per_sm
     grid, block = spec.launch(params, problem, slots)
+    fast = registry.model(spec).fast_tiles        # the kernel's model of its fast copy path, if it has one
     return Launch(spec, params, problem, gpu, dev["sm_count"], blocks_per_sm, dev["l2_bytes"],
                   ridge(dev), grid, block, spec.tiles(params, problem),
                   spec.split_count(params, problem, slots), spec.split(params), spec.k_steps(params, problem),
-                  spec.fast_tiles(params, problem) if spec.fast_tiles else None, spec.k_split(params, problem))
+                  fast(params, problem) if fast else None, spec.k_split(params, problem))

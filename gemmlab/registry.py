@@ -2,12 +2,15 @@
 
 Sliders, the compile cache, tests, the CLI, the record sweep and the plots all read `KERNELS`;
 nothing else lists kernel names or legal values. Each spec is written in `gemmlab/specs/`; the
-types are in `gemmlab/spec.py`.
+types are in `gemmlab/spec.py`. Beside each spec, `model` finds the models of its kernel's code
+(kernel_model.py) and `programme` what the course measures of it (course.py).
 """
 from __future__ import annotations
 
+from .course import Programme
+from .kernel_model import KernelModel
 from .spec import KernelSpec
-from .specs import ALL
+from .specs import ALL, MODELS, PROGRAMMES
 
 KERNELS: dict[str, KernelSpec] = {spec.name: spec for spec in ALL}
 
@@ -38,6 +41,20 @@ def by_chapter(chapter: int) -> KernelSpec:
     return next(spec for spec in KERNELS.values() if spec.chapter == chapter)
 
 
+def _key(spec_or_name: KernelSpec | str) -> str:
+    return spec_or_name.name if isinstance(spec_or_name, KernelSpec) else get(spec_or_name).name
+
+
+def model(spec_or_name: KernelSpec | str) -> KernelModel:
+    """The models of a kernel's code (who owns what, shared words, fast tiles, streaming), by spec or name."""
+    return MODELS[_key(spec_or_name)]
+
+
+def programme(spec_or_name: KernelSpec | str) -> Programme:
+    """What the course measures of a kernel (counters, regime shapes, a shape search), by spec or name."""
+    return PROGRAMMES[_key(spec_or_name)]
+
+
 def with_shape_search() -> list[KernelSpec]:
-    """The kernels whose spec carries a per-shape search (the final chapter's table)."""
-    return [spec for spec in KERNELS.values() if spec.shape_search is not None]
+    """The kernels whose programme carries a per-shape search (the final chapter's table)."""
+    return [spec for spec in KERNELS.values() if programme(spec).shape_search is not None]

@@ -209,7 +209,7 @@ def _recorded_config(rec: Record, spec: KernelSpec, size: tuple[int, int, int]) 
     """The record's pick for a shape: its per-shape search where it searched that shape, else the
     fastest recorded configuration at that size."""
     search = [r for r in rec.data.get("final_search", []) if r["kernel"] == spec.name]
-    if spec.shape_search is not None and any(records.shape_key(r) == size for r in search):
+    if registry.programme(spec).shape_search is not None and any(records.shape_key(r) == size for r in search):
         return records.fastest_at(search, size)
     return rec.best(spec.name, size)["params"]
 

@@ -4,7 +4,9 @@ A `KernelSpec` is the contract between a `.cu` file and the rest of gemmlab: whi
 the file reads (as -D defines), which values are legal, which combinations break a rule (checked
 before anything is compiled, with a message naming the rule), which shapes the kernel refuses,
 and how it is launched. Each kernel's spec lives in `gemmlab/specs/`, `registry` collects them;
-legal_configs.py walks a spec's tunables and rules for its legal configurations.
+legal_configs.py walks a spec's tunables and rules for its legal configurations. The spec holds the
+contract only: models of what the kernel's code does are its KernelModel (kernel_model.py), and what
+the course measures of it is its Programme (course.py).
 
 Every kernel shares one launch contract: a 1-D thread block, blockIdx.x walking the tiles of C
 along N and blockIdx.y along M (or a 1-D grid for a kernel that splits tiles), one
@@ -143,15 +145,6 @@ class ShapeRule:
 
 
 @dataclass(frozen=True)
-class ShapeSearch:
-    """A configuration per shape, as a tuned library picks one: at each shape every candidate
-    (overrides on the defaults) is validated and timed, then the fastest is timed `reps` times."""
-    shapes: tuple[tuple[int, int, int], ...]
-    candidates: tuple[dict, ...]
-    reps: int
-
-
-@dataclass(frozen=True)
 class Evidence:
     """What the learner's build must show, as the chapter's kernel does, where the SASS or the
     resource report shows it: `opcode` (at least as many instructions of that opcode prefix in the
@@ -190,28 +183,16 @@ class KernelSpec:
     shape_rules: tuple[ShapeRule, ...] = ()
     dynamic_smem: Callable[[Params], int] = field(default=lambda p: 0)
     stages_tiles: bool = True      # False: threads read A and B straight from global memory
-    # Which thread of the block computes element (r, c) of the block's C tile: a model of the
-    # kernel's index arithmetic, drawn by pictures.thread_map (a test checks it is a fair partition).
-    owner: Callable[[Params, int, int], int] | None = None
     # Rows x columns of C one thread updates per k step (outer-product kernels): what it loads
     # from shared memory per step, and the FMAs it gets for them.
     thread_tile: Callable[[Params], tuple[int, int]] | None = None
-    # Quantities the kernel derives from its tunables (e.g. 08's sub-tile counts), for pictures.
-    geometry: Callable[[Params], dict[str, int]] = field(default=lambda p: {})
     # Bytes every matrix pointer must be aligned to (16 for kernels that move float4s).
     pointer_alignment: Callable[[Params], int] = field(default=lambda p: 4)
     # Static shared memory the tiles need: checked by a rule before compiling, and against the cubin.
     static_smem: Callable[[Params], int] = field(default=lambda p: 0)
-    # For the bank-conflict picture: the shared-memory word each lane of warp 0 reads at step k.
-    bank_words: Callable[[Params, int], list[int]] | None = None
     # Depth along K of the A and B tiles a block stages at each step (TILE, or BK); None for a
     # kernel that stages none. Drawn by the tile walk and the timelines.
     k_tile: Callable[[Params], int] | None = None
-    # Where the inner loop of an outer-product kernel finds its operands: the 4-byte shared-memory
-    # word, counted from the tile's start (which is 128-byte aligned: bank = word % 32), of element
-    # (k, i) of the A tile (operand "A", i = row of the block's C tile) or of the B tile ("B",
-    # i = column). Drawn by the picture of 128-bit shared loads and their banks; None: not modelled.
-    smem_word: Callable[[Params, str, int, int], int] | None = None
     # The chapter's steps: configurations (over the defaults) that switch its additions on one
     # at a time, in order, each with a caption. `record` measures them at course.STEP_SIZE.
     steps: tuple[tuple[str, dict], ...] = ()
@@ -223,24 +204,11 @@ class KernelSpec:
     # Pieces along K that every tile of a problem is cut into, each a block of its own (gridDim.z):
     # chapter 13's SPLIT, whose pieces are added up in a workspace; 1: one block per tile.
     k_split: Callable[[Params, "Problem"], int] = field(default=lambda p, pr: 1)
-    # The configurations (overrides on the defaults) whose Nsight Compute counters `record` reads.
-    counter_overrides: tuple[dict, ...] = ({},)
-    # True for a kernel on the memory-bound side (chapter 12): its blocks stream an operand, so dispatch's
-    # model charges it by the megabytes it moves as well as by its waves
-    streams: bool = False
-    # Shapes (M, N, K) besides the explorer's squares where `record` times the sliders' configurations:
-    # for a kernel built for a regime squares do not show (chapter 12's skinny products).
-    regime_shapes: tuple[tuple[int, int, int], ...] = ()
-    # A per-shape search (the final chapter's table), or None.
-    shape_search: ShapeSearch | None = None
     # The chapter's exercise, or None.
     exercise: Exercise | None = None
     # What the kernel needs of the architecture beyond the shared memory every kernel's tiles need
     # (e.g. cp.async); checked by check_arch with that one.
     arch_rules: tuple[ArchRule, ...] = ()
-    # How many tiles of a problem take the kernel's fast copy path (a model of its code, for
-    # launch.py's findings); None: not modelled.
-    fast_tiles: Callable[[Params, Problem], int] | None = None
 
     @property
     def path(self) -> Path:
@@ -304,9 +272,6 @@ class KernelSpec:
     def step_configs(self) -> list[dict[str, int]]:
         """The full configurations of the chapter's steps, in order."""
         return [self.resolve(cfg) for _, cfg in self.steps]
-
-    def counter_configs(self) -> list[dict[str, int]]:
-        return [self.resolve(cfg) for cfg in self.counter_overrides]
 
     def check_arch(self, params: Params, arch: "Arch") -> None:
         """IllegalConfig naming the rule if `arch` cannot run this configuration."""

@@ -1,13 +1,13 @@
 """ipywidgets explorers built from the registry: a slider per tunable (the values it offers) and
 one for the matrix size. Every change recompiles and shows the resource report, then the kernel's
-speed against cuBLAS from source.here(): validated and measured now on a GPU, else the record's."""
+speed against cuBLAS from results.here(): validated and measured now on a GPU, else the record's."""
 from __future__ import annotations
 
 import threading
 
 import ipywidgets as w
 
-from . import bench, config_plots, course, records, registry, source
+from . import bench, config_plots, course, records, registry, results
 from .compile import CompileError, compile_kernel
 from .spec import IllegalConfig
 
@@ -36,7 +36,7 @@ _TOOLTIP = "tooltip" if int(w.__version__.split(".")[0]) >= 8 else "description_
 
 def explorer(name: str, arch: str | None = None):
     spec = registry.get(name)
-    src = source.here()
+    src = results.here()
     arch = arch or src.device()["arch"]
     sliders = {p.name: w.SelectionSlider(options=list(p.offered), value=p.default, description=p.name,
                                          continuous_update=False, **{_TOOLTIP: p.doc})
@@ -84,7 +84,7 @@ def explorer(name: str, arch: str | None = None):
                 ref = src.beside(spec, build.params, size.value)
                 if ref is not None:
                     print(f"{src.reference.label}: {ref['gflops'] / 1e3:.2f} TFLOP/s = {ref['ratio']:.1%} of cuBLAS")
-            show_chart(config_plots.explorer_bars_png(spec.title, row["gflops"], row["cublas_gflops"], source.ceilings()[0],
+            show_chart(config_plots.explorer_bars_png(spec.title, row["gflops"], row["cublas_gflops"], results.ceilings()[0],
                                                src.label))
 
     for control in (*sliders.values(), size):

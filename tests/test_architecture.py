@@ -36,7 +36,7 @@ LAYERS = [
     ["lessons"],
     ["widgets"],
     ["campaigns", "launch"],
-    ["source"],
+    ["results"],
     ["tune", "exercises"],
     ["cpu_check"],
     ["verdict"],
@@ -48,6 +48,7 @@ LAYERS = [
     ["pictures", "config_plots"],
     ["plots", "roofline", "sass"],
     ["specs"],
+    ["kernel_model"],
     ["spec"],
     ["legal_configs"],
     ["course", "identity", "device", "cubin", "toolchain", "files"],
@@ -131,7 +132,7 @@ def test_the_parts_test_sees_a_wrong_import():
 
 def test_the_package_has_no_import_circle():
     graph = imports()
-    assert {"records", "tune"} <= graph["source"] and "source" in graph["lessons.common"], "the walk finds imports"
+    assert {"records", "tune"} <= graph["results"] and "results" in graph["lessons.common"], "the walk finds imports"
     cycle = find_cycle(graph)
     assert cycle is None, "import circle: " + " -> ".join(cycle or [])
 
@@ -200,3 +201,50 @@ def test_lesson_functions_are_named_for_what_they_do():
     public = [n for n in dir(lessons) if not n.startswith("_") and callable(getattr(lessons, n))]
     odd = [n for n in public if not n.startswith("show_") and n not in EXERCISE_VERBS]
     assert not odd, odd
+
+
+def shortest_path(graph: dict[str, set[str]], start: str, goal: str) -> list[str] | None:
+    """The fewest modules from `start` to `goal` along imports, both ends counted, or None."""
+    trails, frontier = {start: [start]}, [start]
+    while frontier:
+        nxt = []
+        for node in frontier:
+            if node == goal:
+                return trails[node]
+            for target in sorted(graph.get(node, ())):
+                if target not in trails:
+                    trails[target] = trails[node] + [target]
+                    nxt.append(target)
+        frontier = nxt
+    return None
+
+
+# Where a cell's number comes from: the registry turns a name into the kernel's spec and its .cu file (spec.path),
+# and bench builds, launches, validates and times it.
+KERNEL_ENDS = ("registry", "bench")
+
+
+def test_a_cell_is_at_most_three_modules_from_its_kernel():
+    """From the lesson a notebook cell calls, the registry (the kernel's spec and .cu) and bench (its build,
+    launch, validation and timing) are each at most three modules away, the lesson's own module counted."""
+    import gemmlab.library.lessons as library_lessons
+    graph = imports()
+    called = [(lessons, n) for n in _notebook_calls() if hasattr(lessons, n)]
+    called += [(library_lessons, n) for n in dir(library_lessons) if not n.startswith("_")
+               and callable(getattr(library_lessons, n)) and getattr(library_lessons, n).__module__.startswith("gemmlab")]
+    far = []
+    for package, name in called:
+        fn = getattr(package, name)
+        module = getattr(fn, "__wrapped__", fn).__module__[len("gemmlab."):]
+        for end in KERNEL_ENDS:
+            trail = shortest_path(graph, module, end)
+            if trail is not None and len(trail) > 3:
+                far.append(f"{name}: {' -> '.join(trail)}")
+    assert called and not far, far
+
+
+def test_the_path_finder_counts_modules():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"d"}}
+    assert shortest_path(graph, "a", "c") == ["a", "b", "c"]
+    assert shortest_path(graph, "a", "d") == ["a", "b", "c", "d"]
+    assert shortest_path(graph, "d", "a") is None

@@ -4,25 +4,25 @@ with a pretend live source (its measurements are the record's, scaled), so no GP
 import pytest
 
 import gemmlab.lessons as gl
-from gemmlab import device, records, registry, source
+from gemmlab import device, records, registry, results
 
 H100 = records.latest()
 
 
-def _live(monkeypatch, name: str) -> source.Live:
+def _live(monkeypatch, name: str) -> results.Live:
     """A Live source for a GPU called `name` whose 'measurements' are the record's rows, 1.5x faster."""
     d = H100.device
     facts = device.DeviceFacts(name, tuple(d["compute_capability"]), d["sm_count"], d["clock_mhz"],
                                d["fp32_lanes_per_sm"], d["mem_clock_mhz"], d["bus_width_bits"], d["l2_bytes"],
                                d["smem_per_block_optin"], d["driver_cuda"], d["runtime_cuda"])
-    live = source.Live(facts)
+    live = results.Live(facts)
     live.__dict__["_copy_gbs"] = 1.0          # no copy to measure
 
     def result(spec, params, size):
-        row = dict(H100.result(spec.name, params, source.shape(size)))
+        row = dict(H100.result(spec.name, params, results.shape(size)))
         return {**row, "gflops": row["gflops"] * 1.5, "ratio": row["ratio"] * 1.5}
     live.result = result
-    monkeypatch.setattr(source, "here", lambda: live)
+    monkeypatch.setattr(results, "here", lambda: live)
     return live
 
 
@@ -45,7 +45,7 @@ def test_on_the_recorded_gpu_and_without_a_gpu_nothing_is_shown_beside(monkeypat
     assert live.reference is None
     gl.show_tunable("03", "TILE")
     assert "record: TFLOP/s" not in capsys.readouterr().out
-    recorded = source.Recorded(H100, "no GPU here")
+    recorded = results.Recorded(H100, "no GPU here")
     assert recorded.reference is None and recorded.beside(registry.get("03"), {}, 4096) is None
 
 

@@ -498,12 +498,12 @@ IMAGE_BYTES_JS = """async (img) => {
 
 def _expected_chart(chapter: str, config: dict, size: int) -> bytes:
     """The explorer's chart for `config` at `size`, drawn here from code, as the kernel draws it."""
-    from gemmlab import config_plots, registry, source
+    from gemmlab import config_plots, registry, results
 
     spec = registry.get(chapter[:2])
-    src = source.here()
+    src = results.here()
     row = src.result(spec, spec.resolve(config), size)
-    return config_plots.explorer_bars_png(spec.title, row["gflops"], row["cublas_gflops"], source.ceilings()[0], src.label)
+    return config_plots.explorer_bars_png(spec.title, row["gflops"], row["cublas_gflops"], results.ceilings()[0], src.label)
 
 
 def _pixels(png: bytes):
@@ -654,14 +654,14 @@ def _keep(page: Page, label: str):
 def _two_legal_moves(spec) -> tuple[list[tuple[str, int]], list[dict]]:
     """From the defaults, two slider steps on two different tunables, each to a legal configuration
     that the record has at the explorer's size."""
-    from gemmlab import course, records, source
+    from gemmlab import course, records, results
 
     params = list(spec.params)
     size = course.EXPLORER_SIZES[-1]
 
     def shown(config):
         try:
-            source.here().result(spec, spec.resolve(config), size)
+            results.here().result(spec, spec.resolve(config), size)
             return spec.is_legal(config)
         except (records.NotRecorded, records.StaleRecord):
             return False

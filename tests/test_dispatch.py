@@ -270,8 +270,9 @@ def test_kernels_that_share_a_copy_code_share_a_copy_path():
     assert paths["09_pipeline"] == paths["10_issue_rate"] == paths["11_last_wave"] != paths["13_split_k"]
     # 09 takes the 16-byte path wherever B's rows are 16-byte multiples, whatever the edges
     spec, d = registry.KERNELS["09_pipeline"], registry.KERNELS["09_pipeline"].defaults
-    assert spec.fast_tiles(d, Problem(1000, 1000, 1000)) == spec.tiles(d, Problem(1000, 1000, 1000))
-    assert spec.fast_tiles(d, Problem(1000, 1001, 1000)) == 0
+    fast_tiles = registry.model(spec).fast_tiles
+    assert fast_tiles(d, Problem(1000, 1000, 1000)) == spec.tiles(d, Problem(1000, 1000, 1000))
+    assert fast_tiles(d, Problem(1000, 1001, 1000)) == 0
 
 
 def test_one_slow_tile_on_the_busiest_sm_is_counted_whole():
@@ -280,13 +281,14 @@ def test_one_slow_tile_on_the_busiest_sm_is_counted_whole():
     the launch is one round or less; every tile checked stays 1; none stays 0."""
     spec = registry.KERNELS["11_last_wave"]
     params = {**spec.defaults, "BM": 128, "BN": 128, "SPLIT": 1}
+    fast_tiles = registry.model(spec).fast_tiles
     one_round = Problem(2000, 2000, 2000)            # 256 tiles, 31 on the checked path, on 264 slots
-    tiles, fast = spec.tiles(params, one_round), spec.fast_tiles(params, one_round)
+    tiles, fast = spec.tiles(params, one_round), fast_tiles(params, one_round)
     assert 0 < fast < tiles and tiles <= 132 * 2
     assert time_model.features(spec, params, one_round, 132, 2)[4] == 1.0
     many = Problem(8000, 8000, 2000)                 # 3,969 tiles, 125 checked, about 15 rounds
     share = time_model.features(spec, params, many, 132, 2)[4]
-    tiles, fast = spec.tiles(params, many), spec.fast_tiles(params, many)
+    tiles, fast = spec.tiles(params, many), fast_tiles(params, many)
     assert (tiles - fast) / tiles < share == pytest.approx(132 * 2 / tiles)
     assert time_model.features(spec, params, Problem(1001, 1001, 1001), 132, 2)[4] == 1.0
     assert time_model.features(spec, params, Problem(4096, 4096, 4096), 132, 2)[4] == 0.0

@@ -4,7 +4,7 @@ import json
 import shutil
 import subprocess
 
-from gemmlab import records, source
+from gemmlab import records, results
 from gemmlab.research import measure_all as recorder
 
 DENIED = ("==PROF== Connected to process 123\n==ERROR== ERR_NVGPUCTRPERM - The user does not have permission "
@@ -36,8 +36,8 @@ def test_profiles_come_from_the_newest_record_that_has_them(monkeypatch, tmp_pat
     (tmp_path / "nvidia-geforce-rtx-4090.json").write_text(json.dumps(mine))
     monkeypatch.setattr(records, "DATA_DIR", tmp_path)
     assert records.latest().device["name"] == "NVIDIA GeForce RTX 4090"
-    assert source.record().device["name"] == shipped.device["name"], "the learner's record has no profiles"
-    assert source.reference_for("NVIDIA GeForce RTX 4090") is None, "that GPU has a record of its own"
+    assert results.record().device["name"] == shipped.device["name"], "the learner's record has no profiles"
+    assert results.reference_for("NVIDIA GeForce RTX 4090") is None, "that GPU has a record of its own"
 
 
 def test_an_installed_package_records_into_a_folder_of_the_users(monkeypatch, tmp_path):

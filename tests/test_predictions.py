@@ -8,7 +8,7 @@ import matplotlib
 import nbformat
 import pytest
 
-from gemmlab import registry, source
+from gemmlab import registry, results
 from gemmlab.compile import compile_kernel
 from gemmlab.lessons import predictions, show_prediction_quiz
 from gemmlab.lessons.models import sectors_per_request, warp_requests
@@ -19,7 +19,7 @@ matplotlib.use("Agg")   # no front end, as under nbval or CI
 
 def _sectors_of_b(chapter: int) -> float:
     spec = registry.by_chapter(chapter)
-    return sectors_per_request(warp_requests(spec, spec.resolve({}), Problem(*source.shape(4096))), "B")
+    return sectors_per_request(warp_requests(spec, spec.resolve({}), Problem(*results.shape(4096))), "B")
 
 
 def test_sectors_come_from_the_sector_model():
@@ -34,7 +34,7 @@ def test_sectors_come_from_the_sector_model():
 def test_banks_follow_the_specs_indexing_as_show_banks_draws_it():
     spec = registry.by_chapter(4)
     p = predictions.prediction("bank")
-    expected = tuple(spec.bank_words(spec.resolve({"LAYOUT": layout}), 0)[5] % 32 for layout in (0, 1))
+    expected = tuple(registry.model(spec).bank_words(spec.resolve({"LAYOUT": layout}), 0)[5] % 32 for layout in (0, 1))
     assert p.answer == expected == (0, 5)
     assert p.answer[0] != p.answer[1]
     assert p.is_right([0, 5]) and p.is_right((0, 5))
@@ -45,7 +45,7 @@ def test_banks_follow_the_specs_indexing_as_show_banks_draws_it():
 def test_one_layout_may_be_asked_alone():
     spec = registry.by_chapter(4)
     p = predictions.prediction("bank", LAYOUT=2, k=5, lane=3)
-    assert p.answer == spec.bank_words(spec.resolve({"LAYOUT": 2}), 5)[3] % 32
+    assert p.answer == registry.model(spec).bank_words(spec.resolve({"LAYOUT": 2}), 5)[3] % 32
     assert p.is_right(p.answer) and not p.is_right((p.answer + 1) % 32)
 
 
@@ -132,9 +132,9 @@ def test_the_check_button_says_right_or_not_quite(capsys):
 def test_naive_bound_is_the_roofline_of_the_requested_traffic():
     from gemmlab import roofline
     spec = registry.by_chapter(1)
-    peak, bw = source.ceilings()
+    peak, bw = results.ceilings()
     for size, params in ((4096, {}), (1024, {"BLOCK_M": 64, "BLOCK_N": 8}), ((1000, 3000, 517), {"BLOCK_N": 1})):
-        t = roofline.traffic(spec, spec.resolve(params), Problem(*source.shape(size)))
+        t = roofline.traffic(spec, spec.resolve(params), Problem(*results.shape(size)))
         p = predictions.prediction("naive_bound", size=size, **params)
         assert p.answer == pytest.approx(min(peak, bw * t.intensity) / 1e3)
         assert p.answer == pytest.approx(bw * 0.25 / 1e3, rel=0.01), "2 loads of 4 bytes per 2 FLOPs"
@@ -150,7 +150,7 @@ def test_tile_intensity_is_the_tiled_kernels_flop_per_requested_byte():
     for size, params in ((4096, {}), (4096, {"TILE": 64, "OUTPUTS": 8}), (2048, {"TILE": 16, "OUTPUTS": 2}),
                          ((1000, 3000, 517), {"TILE": 8, "OUTPUTS": 1})):
         full = spec.resolve(params)
-        t = roofline.traffic(spec, full, Problem(*source.shape(size)))
+        t = roofline.traffic(spec, full, Problem(*results.shape(size)))
         p = predictions.prediction("tile_intensity", size=size, **params)
         assert p.answer == pytest.approx(t.intensity)
         if size == 4096:
@@ -167,7 +167,7 @@ def test_dram_in_flight_is_littles_law_with_the_records_figures():
     from gemmlab.lessons.profiles import dram_in_flight, tile_bytes
     rate, need = dram_in_flight({"measured_copy_gbs": 1000.0, "sm_count": 100, "clock_mhz": 1000.0}, 500)
     assert (rate, need) == (pytest.approx(10.0), pytest.approx(5000.0)), "1000 GB/s / 100 SMs / 1 GHz x 500 cycles"
-    rec = source.record()
+    rec = results.record()
     d, lat = rec.device, rec.data["latency"]
     expected = d["measured_copy_gbs"] * 1e9 / d["sm_count"] / (d["clock_mhz"] * 1e6) * lat["dram_cycles"] / 1e3
     spec = registry.by_chapter(7)

@@ -76,9 +76,9 @@ def test_final_table_is_interleaved_validated_and_complete(record):
     rows = record.data["final"]
     searched = registry.with_shape_search()
     assert [(r["kernel"], records.shape_key(r)) for r in rows] == [(spec.name, tuple(s)) for spec in searched
-                                                                   for s in spec.shape_search.shapes]
+                                                                   for s in registry.programme(spec).shape_search.shapes]
     for r in rows:
-        assert r["reps"] >= registry.get(r["kernel"]).shape_search.reps and r["rel_err"] <= r["tol"]
+        assert r["reps"] >= registry.programme(r["kernel"]).shape_search.reps and r["rel_err"] <= r["tol"]
         assert abs(r["ratio"] - r["gflops"] / r["cublas_gflops"]) < 1e-9
     assert {s["kernel"] for s in record.data["stalls"]} == set(registry.KERNELS) | {"cublas"}
 
@@ -87,8 +87,8 @@ def test_final_table_is_interleaved_validated_and_complete(record):
 def test_final_table_uses_the_fastest_configuration_searched_at_each_shape(record):
     search = record.data["final_search"]
     wanted = {(spec.name, tuple(s), tuple(sorted(spec.resolve(c).items())))
-              for spec in registry.with_shape_search() for s in spec.shape_search.shapes
-              for c in spec.shape_search.candidates}
+              for spec in registry.with_shape_search() for s in registry.programme(spec).shape_search.shapes
+              for c in registry.programme(spec).shape_search.candidates}
     assert {(r["kernel"], records.shape_key(r), tuple(sorted(r["params"].items()))) for r in search} == wanted
     assert all(r["rel_err"] <= r["tol"] for r in search)
     for row in record.data["final"]:

@@ -119,7 +119,7 @@ def test_kernel_and_registry_agree_on_the_split_flags():
 
 def test_final_candidates_are_legal_and_distinct():
     spec = registry.get("11")
-    full = [spec.resolve(cfg) for cfg in spec.shape_search.candidates]
+    full = [spec.resolve(cfg) for cfg in registry.programme(spec).shape_search.candidates]
     assert len({tuple(sorted(f.items())) for f in full}) == len(full)
     assert any(f["SPLIT"] > 1 for f in full) and any(f["SPLIT"] == 1 for f in full)
 
@@ -132,7 +132,7 @@ def test_problem_rejects_bad_shapes():
     assert Problem(4, 5, 6).flops == 240
 
 
-@pytest.mark.parametrize("name", [n for n, s in KERNELS.items() if s.owner])
+@pytest.mark.parametrize("name", [n for n, s in KERNELS.items() if registry.model(s).owner])
 def test_owner_model_gives_every_thread_its_share(name):
     """The thread map drawn in the notebooks: every element of a tile has one owner thread, and
     every thread of the block owns the same number of elements. (A kernel that splits K over its
@@ -141,7 +141,7 @@ def test_owner_model_gives_every_thread_its_share(name):
     spec = KERNELS[name]
     for cfg in spec.extreme_configs():
         rows, cols = spec.tile(cfg)
-        owners = Counter(spec.owner(cfg, r, c) for r in range(rows) for c in range(cols))
+        owners = Counter(registry.model(spec).owner(cfg, r, c) for r in range(rows) for c in range(cols))
         assert set(owners) == set(range(spec.threads(cfg)))
         assert len(set(owners.values())) == 1
 
@@ -156,4 +156,23 @@ def test_chapter_steps_are_legal_and_end_at_the_defaults_of_what_they_switch(nam
 
 
 def test_only_a_kernel_that_splits_k_over_its_threads_has_no_thread_map():
-    assert [n for n, s in KERNELS.items() if not s.owner] == [n for n, s in KERNELS.items() if s.streams]
+    assert ([n for n, s in KERNELS.items() if not registry.model(s).owner]
+            == [n for n, s in KERNELS.items() if registry.model(s).streams])
+
+
+def test_model_and_programme_are_found_by_spec_or_name():
+    for name, spec in KERNELS.items():
+        assert registry.model(spec) is registry.model(name)
+        assert registry.programme(spec) is registry.programme(name)
+    assert registry.programme("01") == course.Programme() and registry.model("12").owner is None
+    assert registry.with_shape_search() == [registry.get("11")]
+
+
+def test_the_spec_holds_the_contract_only():
+    """The models of a kernel's code (KernelModel) and what the course measures of it (Programme) are
+    not fields of its spec."""
+    import dataclasses
+    from gemmlab.kernel_model import KernelModel
+    contract = {f.name for f in dataclasses.fields(spec_module.KernelSpec)}
+    others = {f.name for cls in (KernelModel, course.Programme) for f in dataclasses.fields(cls)}
+    assert others and not contract & others

@@ -52,12 +52,13 @@ def test_skinny_tiles_follow_the_side():
     assert SPEC.tile({**SPEC.defaults, "SIDE": 0, "EDGE": 4, "LANES": 8}) == (4, 32)
     assert SPEC.tile({**SPEC.defaults, "SIDE": 1, "EDGE": 8, "LANES": 16, "THREADS": 256}) == (16, 8)
     assert SPEC.k_tile({**SPEC.defaults, "SIDE": 0, "LANES": 8, "THREADS": 256}) == 128   # 32 k-lanes x 4
-    assert SPEC.streams and not any(s.streams for s in registry.KERNELS.values() if s is not SPEC)
+    assert registry.model(SPEC).streams
+    assert not any(registry.model(s).streams for s in registry.KERNELS.values() if s is not SPEC)
 
 
 def test_regime_shapes_are_skinny_and_outside_the_suite():
     """The record times the kernel at its regime shapes for the fit; the suite judges the plan on others."""
-    for shape in SPEC.regime_shapes:
+    for shape in registry.programme(SPEC).regime_shapes:
         assert min(shape[:2]) <= 128 and shape not in training.MATMUL_SUITE
 
 
@@ -70,12 +71,12 @@ def test_a_streaming_kernel_is_offered_only_on_the_memory_bound_side():
     square = Problem(2048, 2048, 2048)
     assert square.intensity > time_model.STREAMING_REACH * ridge
     found, refused = dispatch.options(m, square, dev, gpu, True)
-    assert not any(o.launch.spec.streams for o in found)
+    assert not any(registry.model(o.launch.spec).streams for o in found)
     assert any("memory-bound-shapes" in r for r in refused)
     skinny = Problem(1, 4096, 4096)
     assert skinny.intensity < ridge
     found, _ = dispatch.options(m, skinny, dev, gpu, True)
-    assert any(o.launch.spec.streams for o in found)
+    assert any(registry.model(o.launch.spec).streams for o in found)
 
 
 def test_the_record_times_every_regime_shape():
@@ -83,4 +84,4 @@ def test_the_record_times_every_regime_shape():
     is checked by claim markers in the notebook, gemmlab.research.claims)."""
     from gemmlab.lessons.chapter12 import fastest_at_regime_shapes   # the lessons need ipywidgets
     best = fastest_at_regime_shapes(records.latest(), SPEC)
-    assert sorted(best) == sorted(tuple(s) for s in SPEC.regime_shapes)
+    assert sorted(best) == sorted(tuple(s) for s in registry.programme(SPEC).regime_shapes)

@@ -143,5 +143,5 @@ def test_a_split_launch_has_a_block_per_piece():
 
 
 def test_regime_shapes_are_outside_the_suite():
-    for shape in SPEC.regime_shapes:
+    for shape in registry.programme(SPEC).regime_shapes:
         assert shape not in training.MATMUL_SUITE

@@ -5,7 +5,7 @@ import os
 
 import ipywidgets
 
-from gemmlab import config_plots, registry, source, widgets
+from gemmlab import config_plots, registry, results, widgets
 
 
 def _controls(box):
@@ -28,9 +28,9 @@ def test_the_explorer_builds_and_answers_its_sliders(capsys):
     legal = capsys.readouterr().out
     assert "TILE=16" in legal and "TFLOP/s" in legal and "refused" not in legal
     chart = box.children[-1]
-    row = source.here().result(spec, spec.resolve({"TILE": 16}), sliders["M=N=K"].value)
+    row = results.here().result(spec, spec.resolve({"TILE": 16}), sliders["M=N=K"].value)
     assert chart.value == config_plots.explorer_bars_png(spec.title, row["gflops"], row["cublas_gflops"],
-                                                  source.ceilings()[0], source.here().label), \
+                                                  results.ceilings()[0], results.here().label), \
         "the chart is the one drawn from the shown result"
     assert chart.layout.display != "none"
     sliders["TILE"].value = 8                       # 8 x 4 outputs: refused by a rule

@@ -3,7 +3,7 @@
 Cells that show something are `show_*`; the exercise cells are verbs (exercise, check, hint,
 solution, progress). Each works with a GPU (live: compile, validate, time) and
 without one (compile and SASS are still live; timings come from the record, labelled with device
-and date): they ask `source.here()` and never check for a GPU themselves.
+and date): they ask `results.here()` and never check for a GPU themselves.
 """
 from .chapter00 import (show_architectures, show_cublas_roofline, show_cublas_sweep, show_device, show_problem,  # noqa: F401
                         show_tf32_contrast, show_warmup_and_spread)

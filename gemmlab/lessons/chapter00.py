@@ -1,24 +1,24 @@
 """Chapter 00: the GPU, its ceilings, cuBLAS across sizes, and how gemmlab measures."""
 from __future__ import annotations
 
-from .. import arch as archs, campaigns, plots, registry, roofline, source, support
+from .. import arch as archs, campaigns, plots, registry, roofline, results, support
 from ..spec import Problem
 from .display import markdown, table
 
 
 def _measurements():
-    src = source.here()
+    src = results.here()
     return src.campaign("chapter00", "chapter 00's measurements", campaigns.measure_chapter00), src.label
 
 
 def _compulsory_intensity(size) -> float:
     """FLOP per byte when A and B are read once and C written once."""
-    p = Problem(*source.shape(size))
+    p = Problem(*results.shape(size))
     return p.flops / roofline.compulsory_bytes(p)
 
 
 def show_device() -> None:
-    src = source.here()
+    src = results.here()
     d = src.device()
     rows = [
         ["GPU", d["name"]],
@@ -40,7 +40,7 @@ def show_device() -> None:
 def show_problem(M: int, N: int, K: int) -> None:
     """The two numbers before any measurement: work and the fewest bytes, and their floors."""
     p = Problem(M, N, K)
-    peak, bw = source.ceilings()
+    peak, bw = results.ceilings()
     compulsory_bytes = roofline.compulsory_bytes(p)
     compute_ms = p.flops / (peak * 1e9) * 1e3
     memory_ms = compulsory_bytes / (bw * 1e9) * 1e3
@@ -56,12 +56,12 @@ def show_problem(M: int, N: int, K: int) -> None:
 
 def show_cublas_sweep() -> None:
     data, label = _measurements()
-    peak, _ = source.ceilings()
+    peak, _ = results.ceilings()
     ref = _reference_sweep()
     rows = [[f"{r['size']}", f"{r['ms']:.3f}", f"{r['gflops'] / 1e3:.1f}", f"{r['gflops'] / peak:.0%}",
              f"{r['rel_err']:.1e}", *([f"{ref[r['size']] / 1e3:.1f}" if r["size"] in ref else "-"] if ref else [])]
             for r in data["cublas_sweep"]]
-    src = source.here()
+    src = results.here()
     markdown(table(["M = N = K", "ms (median)", "TFLOP/s", "of FP32 peak", "rel. error vs float64",
                     *([f"{src.reference.device['name']} record: TFLOP/s"] if ref else [])], rows)
              + f"\n\n*{label}*" + (f" Beside it: {src.reference.label}." if ref else ""))
@@ -70,13 +70,13 @@ def show_cublas_sweep() -> None:
 
 def _reference_sweep() -> dict[int, float]:
     """cuBLAS GFLOP/s per size in the reference record, beside a GPU that has no record of its own."""
-    ref = source.here().beside_section("chapter00", "chapter 00's measurements")
+    ref = results.here().beside_section("chapter00", "chapter 00's measurements")
     return {r["size"]: r["gflops"] for r in ref["cublas_sweep"]} if ref else {}
 
 
 def show_cublas_roofline() -> None:
     data, label = _measurements()
-    peak, bw = source.ceilings()
+    peak, bw = results.ceilings()
     points = [(str(r["size"]), _compulsory_intensity(r["size"]), r["gflops"]) for r in data["cublas_sweep"]]
     plots.roofline(points, peak, bw, label, note="cuBLAS, M = N = K as labelled, at the compulsory intensity")
 

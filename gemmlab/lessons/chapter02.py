@@ -2,7 +2,7 @@
 warp's global accesses fall in (before and after coalescing). Drawn from the spec, no GPU needed."""
 from __future__ import annotations
 
-from .. import pictures, registry, source
+from .. import pictures, registry, results
 from ..spec import Problem
 from .models import FLOAT, SECTOR, sectors_per_request, sectors_supported, warp_requests
 from .display import markdown, table
@@ -19,7 +19,7 @@ def show_tile_walk(name: str, steps: int = 3, size: int = 4096, **params) -> Non
         return
     rows, cols = spec.tile(full)
     k = spec.k_tile(full)
-    M, N, K = source.shape(size)
+    M, N, K = results.shape(size)
     total = -(-K // k)
     print(f"{spec.config_label(full)}: a block owns a {rows} x {cols} tile of C and walks K={K} in {total} steps of "
           f"{k}: at each step it stages a {rows} x {k} tile of A and a {k} x {cols} tile of B in shared memory, "
@@ -37,7 +37,7 @@ def show_sectors(name: str, size: int = 4096, **params) -> None:
     if why:
         print(f"no sector picture for this kernel: {why}")
         return
-    problem = Problem(*source.shape(size))
+    problem = Problem(*results.shape(size))
     requests = warp_requests(spec, full, problem)
     rows = []
     for operand, what in (("A", "load of A, per step of k"), ("B", "load of B, per step of k"),
@@ -50,6 +50,6 @@ def show_sectors(name: str, size: int = 4096, **params) -> None:
     markdown(table(["warp 0's accesses", "requests per warp", "sectors per request", "of the bytes moved, used"],
                    rows)
              + f"\n\n{spec.name} [{spec.config_label(full)}], row-major {problem.M} x {problem.K} A and "
-             f"{problem.K} x {problem.N} B: a model of the kernel's indexing (spec.owner), no GPU involved.")
+             f"{problem.K} x {problem.N} B: a model of the kernel's indexing (its KernelModel's owner), no GPU involved.")
     pictures.sectors(spec, full, [next(r for r in requests if r.operand == o) for o in ("A", "B", "C")],
                   "drawn from the registry's model of the kernel's indexing")

@@ -8,7 +8,7 @@ def show_banks(name: str, k: int = 0, **params) -> None:
     """The shared-memory banks the 32 lanes of warp 0 hit in the inner loop, and the conflict degree."""
     spec = registry.get(name)
     full = spec.resolve(params)
-    words = spec.bank_words(full, k)
+    words = registry.model(spec).bank_words(full, k)
     per_bank: dict[int, set] = {}
     for w in words:
         per_bank.setdefault(w % 32, set()).add(w)

@@ -1,7 +1,7 @@
 """Chapter 07: what prefetching changes, as a schematic timeline of one warp (a model, no GPU)."""
 from __future__ import annotations
 
-from .. import pictures, records, registry, source
+from .. import pictures, records, registry, results
 from .models import tile_costs, timeline
 
 
@@ -13,7 +13,7 @@ def show_prefetch_timeline(name: str, tiles: int = 3, latency: int | None = None
     spec = registry.get(name)
     if latency is None:
         try:
-            latency = round(source.record().section("latency", "the memory latencies")["dram_cycles"])
+            latency = round(results.record().section("latency", "the memory latencies")["dram_cycles"])
         except records.NotRecorded:
             latency = 600
     if "PREFETCH" not in spec.defaults or spec.thread_tile is None or spec.k_tile is None:

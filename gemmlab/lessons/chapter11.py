@@ -2,7 +2,7 @@
 and table against cuBLAS."""
 from __future__ import annotations
 
-from .. import campaigns, config_plots, launch, pictures, plots, records, registry, source
+from .. import campaigns, config_plots, launch, pictures, plots, records, registry, results
 from ..compile import compile_kernel
 from ..spec import Problem
 from .models import waves
@@ -50,7 +50,7 @@ def show_last_wave(name: str, M: int = 6144, N: int = 6144, K: int = 6144, slots
 
 
 def _search(spec) -> tuple[list[dict], str]:
-    rec = source.record()
+    rec = results.record()
     return [r for r in rec.section("final_search", "the per-shape search") if r["kernel"] == spec.name], rec.label
 
 
@@ -60,10 +60,11 @@ def show_final_search(name: str) -> None:
     in the plot."""
     spec = registry.get(name)
     search, label = _search(spec)
-    shapes = [tuple(s) for s in spec.shape_search.shapes]
+    search_plan = registry.programme(spec).shape_search
+    shapes = [tuple(s) for s in search_plan.shapes]
     picks = {s: records.fastest_at(search, s) for s in shapes}
     rows = []
-    for cfg in spec.shape_search.candidates:
+    for cfg in search_plan.candidates:
         full = spec.resolve(cfg)
         cells = {records.shape_key(r): r for r in search if r["params"] == full}
         rows.append([spec.changes_label(full) or "the defaults"]
@@ -80,7 +81,7 @@ def show_final_table(name: str) -> None:
     live on a GPU (what `tune` found on this GPU for the shape's size class, else the record's
     per-shape search), else the recorded run."""
     spec = registry.get(name)
-    src = source.here()
+    src = results.here()
     rows = [r for r in src.campaign("final", "the final table",
                                     lambda: campaigns.measure_final(spec, lambda shape: src.config_at(spec, shape)))
             if r["kernel"] == spec.name]

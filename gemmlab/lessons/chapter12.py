@@ -1,14 +1,14 @@
 """Chapter 12: skinny products on the memory-bound side of the roofline."""
 from __future__ import annotations
 
-from .. import plots, records, registry, source
+from .. import plots, records, registry, results
 from ..spec import Problem
 from .display import markdown, table
 
 
 def _streaming_kernel():
     """The course's kernel for the memory-bound side (the spec that streams an operand)."""
-    return next(spec for spec in registry.KERNELS.values() if spec.streams)
+    return next(spec for spec in registry.KERNELS.values() if registry.model(spec).streams)
 
 
 def _dram_gbs(row: dict) -> float:
@@ -17,10 +17,11 @@ def _dram_gbs(row: dict) -> float:
 
 
 def fastest_at_regime_shapes(rec, spec) -> dict[tuple, dict]:
-    """The spec's fastest recorded configuration at each of its regime shapes the record holds."""
+    """The kernel's fastest recorded configuration at each of its regime shapes (its programme's) the
+    record holds."""
     rows = rec.results(spec.name)
     fastest = {}
-    for shape in spec.regime_shapes:
+    for shape in registry.programme(spec).regime_shapes:
         timed = [r for r in rows if records.shape_key(r) == tuple(shape)]
         if timed:
             fastest[tuple(shape)] = max(timed, key=lambda r: r["gflops"])
@@ -32,7 +33,7 @@ def show_skinny_regime() -> None:
     configuration there as recorded, its speed, the DRAM bandwidth that speed implies (every operand read
     once) against what a plain copy reached on the same GPU, and cuBLAS in the same run."""
     spec = _streaming_kernel()
-    rec = source.record()
+    rec = results.record()
     copy = rec.device.get("measured_copy_gbs")
     rows = []
     for shape, best in fastest_at_regime_shapes(rec, spec).items():
@@ -51,8 +52,8 @@ def show_skinny_roofline() -> None:
     """The roofline with skinny shapes on it: the streaming kernel's fastest configuration and cuBLAS at
     each regime shape, at the compulsory intensity (every operand once)."""
     spec = _streaming_kernel()
-    rec = source.record()
-    peak, bandwidth = source.ceilings()
+    rec = results.record()
+    peak, bandwidth = results.ceilings()
     points = []
     for shape, best in fastest_at_regime_shapes(rec, spec).items():
         x = Problem(*shape).intensity

@@ -2,15 +2,16 @@
 picks among every chapter's kernels)."""
 from __future__ import annotations
 
-from .. import launch, records, registry, source
+from .. import launch, records, registry, results
 from .chapter12 import fastest_at_regime_shapes
 from .display import markdown, table
 
 
 def _split_kernel():
     """The course's kernel for shapes between the two sides: the tiled one with shapes of its own to be
-    recorded at (spec.regime_shapes; the streaming kernel has some too)."""
-    return next(spec for spec in registry.KERNELS.values() if spec.regime_shapes and not spec.streams)
+    recorded at (its programme's regime_shapes; the streaming kernel has some too)."""
+    return next(spec for spec in registry.KERNELS.values()
+                if registry.programme(spec).regime_shapes and not registry.model(spec).streams)
 
 
 def show_split_regime() -> None:
@@ -18,7 +19,7 @@ def show_split_regime() -> None:
     suite): its fastest recorded configuration there, how many blocks that launches (tiles times pieces),
     how it copies B, its speed, and cuBLAS's in the same run."""
     spec = _split_kernel()
-    rec = source.record()
+    rec = results.record()
     rows = []
     for shape, best in fastest_at_regime_shapes(rec, spec).items():
         shown = launch.launch(*shape, kernel=spec, params=best["params"])

@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import statistics
 
-from .. import campaigns, course, plots, records, registry, source
+from .. import campaigns, course, plots, records, registry, results
 from .display import markdown, table
 
 
 def show_ladder_over_shapes() -> None:
     """Every kernel at its best configuration at course.LADDER_PICK_SIZE, against cuBLAS over the
     ladder's sizes and shapes (live on a GPU, else recorded)."""
-    src = source.here()
+    src = results.here()
     rows = src.campaign("ladder", "the ladder over sizes",
-                        lambda: campaigns.measure_ladder(source.record().data["results"]))
+                        lambda: campaigns.measure_ladder(results.record().data["results"]))
     # a configuration the chapter showed already at a size (the ladder at 4096, the search) keeps that figure
     rows = [src.same_as_shown(r) for r in rows]
     shapes = [tuple(s) for s in course.LADDER_SHAPES]

@@ -1,11 +1,11 @@
 """The cells every kernel chapter uses: the kernel's code, its compile report and SASS, the model's
-prediction, its speed against cuBLAS (live on a GPU, else recorded: see source.py), sweeps over its
+prediction, its speed against cuBLAS (live on a GPU, else recorded: see results.py), sweeps over its
 tunables, the ladder of kernels, and the explorer."""
 from __future__ import annotations
 
 import difflib
 
-from .. import config_plots, exercises, pictures, plots, records, registry, roofline, sass, source, widgets
+from .. import config_plots, exercises, pictures, plots, records, registry, roofline, sass, results, widgets
 from ..compile import CompileError, compile_kernel
 from ..spec import IllegalConfig, Problem
 from .display import beside_cells, beside_header, beside_note, markdown, table
@@ -67,15 +67,15 @@ def show_inner_loop(name: str, arch: str = "sm_90", lines: int = 40, **params) -
 
 def show_thread_map(name: str, **params) -> None:
     spec = registry.get(name)
-    pictures.thread_map(spec, spec.resolve(params), "drawn from the registry's model of the kernel's indexing")
+    pictures.thread_map(spec, registry.model(spec).owner, spec.resolve(params), "drawn from the registry's model of the kernel's indexing")
 
 
 def show_prediction(name: str, size: int = 4096, **params) -> None:
     """The roofline model's bound for this kernel's requested traffic, before any measurement."""
     spec = registry.get(name)
     full = spec.resolve(params)
-    t = roofline.traffic(spec, full, Problem(*source.shape(size)))
-    peak, bw = source.ceilings()
+    t = roofline.traffic(spec, full, Problem(*results.shape(size)))
+    peak, bw = results.ceilings()
     bound = roofline.attainable_gflops(t.intensity, peak, bw)
     markdown(table(["model (no caches)", spec.config_label(full)], [
         ["bytes the threads request from global memory", f"{t.requested_bytes / 1e9:.2f} GB"],
@@ -88,7 +88,7 @@ def show_prediction(name: str, size: int = 4096, **params) -> None:
 def show_vs_cublas(name: str, size: int = 4096, **params) -> None:
     """Validate, then time the kernel and cuBLAS interleaved (or show the recorded run)."""
     spec = registry.get(name)
-    src = source.here()
+    src = results.here()
     row = src.result(spec, spec.resolve(params), size)
     markdown(table(
         ["", "ms (median)", "spread (IQR)", "TFLOP/s", "of cuBLAS", "rel. error"],
@@ -114,7 +114,7 @@ def _reference_rows(src, spec, row: dict) -> list[list[str]]:
 def show_sweep(name: str, size: int = 4096) -> None:
     """Every configuration the sliders offer, at one size: live with a progress bar, or recorded."""
     spec = registry.get(name)
-    src = source.here()
+    src = results.here()
     rows = sorted(src.sweep(spec, size), key=lambda r: -r["gflops"])
     markdown(table(["configuration", "TFLOP/s", "of cuBLAS", "spread", *beside_header(src)],
                    [[spec.config_label(r["params"]), f"{r['gflops'] / 1e3:.2f}", f"{r['ratio']:.1%}",
@@ -127,7 +127,7 @@ def show_tunable(name: str, tunable: str, size: int = 4096, **params) -> None:
     """One tunable varied over the values the sliders offer, the others fixed: live on a GPU,
     else from the record."""
     spec = registry.get(name)
-    src = source.here()
+    src = results.here()
     rows = []
     for v in spec.tunable(tunable).offered:
         cfg = {**params, tunable: v}
@@ -145,12 +145,12 @@ def show_ladder(names: list[str] | None = None, size: int = 4096) -> None:
     """Each kernel at its best configuration for this size (re-measured live, else recorded)
     against cuBLAS, on the roofline."""
     specs = [registry.get(n) for n in names] if names else list(registry.KERNELS.values())
-    src = source.here()
-    peak, bw = source.ceilings()
+    src = results.here()
+    peak, bw = results.ceilings()
     rows, points = [], []
     for spec in specs:
         best = src.best(spec, size)
-        t = roofline.traffic(spec, best["params"], Problem(*source.shape(size)))
+        t = roofline.traffic(spec, best["params"], Problem(*results.shape(size)))
         rows.append([spec.title, spec.config_label(best["params"]), f"{best['gflops'] / 1e3:.2f}",
                      f"{best['cublas_gflops'] / 1e3:.2f}", f"{best['ratio']:.1%}",
                      *beside_cells(src, src.beside(spec, best["params"], size))])
@@ -166,7 +166,7 @@ def show_tuning(name: str, size: int = 4096) -> None:
     each tunable (live on a GPU, where the best is remembered for next time; else the recorded
     sweep). `python -m gemmlab tune` searches every legal configuration."""
     spec = registry.get(name)
-    src = source.here()
+    src = results.here()
     rows, refused, note = src.search(spec, size)
     for cfg, why in refused:
         print(f"refused {spec.config_label(cfg)}: {why}")
@@ -175,7 +175,7 @@ def show_tuning(name: str, size: int = 4096) -> None:
           f"{best['ratio']:.1%} of cuBLAS in the same run")
     if src.reference is not None:
         try:
-            ref = src.reference.best(spec.name, source.shape(size))
+            ref = src.reference.best(spec.name, results.shape(size))
             print(f"{src.reference.label}: best {spec.config_label(ref['params'])}, {ref['gflops'] / 1e3:.2f} TFLOP/s, "
                   f"{ref['ratio']:.1%} of cuBLAS")
         except LookupError:
@@ -186,7 +186,7 @@ def show_tuning(name: str, size: int = 4096) -> None:
 def show_counters(names: list[str]) -> None:
     """Hardware counters read by Nsight Compute while recording (each kernel's counter
     configurations: the defaults, and every layout of chapter 04's kernel)."""
-    rec = source.record()
+    rec = results.record()
     rows, size = [], None
     for name in names:
         spec = registry.get(name)

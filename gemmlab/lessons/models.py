@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import registry
 from ..spec import PIECE_COST, KernelSpec, Params, Problem
 
 WARP = 32
@@ -19,9 +20,10 @@ FLOAT = 4
 
 
 def owner_grid(spec: KernelSpec, params: Params) -> np.ndarray:
-    """The thread (spec.owner) of every element of the block's C tile, rows x columns."""
+    """The thread (the model's owner) of every element of the block's C tile, rows x columns."""
     rows, cols = spec.tile(params)
-    return np.array([[spec.owner(params, r, c) for c in range(cols)] for r in range(rows)])
+    owner = registry.model(spec).owner
+    return np.array([[owner(params, r, c) for c in range(cols)] for r in range(rows)])
 
 
 def owned(grid: np.ndarray, thread: int) -> list[tuple[int, int]]:
@@ -47,7 +49,7 @@ class Request:
 
 def sectors_supported(spec: KernelSpec) -> str | None:
     """None, or why the sector picture cannot be drawn for this kernel."""
-    if spec.owner is None:
+    if registry.model(spec).owner is None:
         return f"{spec.name} has no model of its thread mapping (owner)"
     if spec.thread_tile is not None:
         return (f"{spec.name}'s threads own TM x TN patches and stage their tiles with a mapping of their own "
@@ -59,7 +61,7 @@ def warp_requests(spec: KernelSpec, params: Params, problem: Problem, warp: int 
     """Warp `warp`'s global loads of A and B in one step of k, and its stores of C, in block (0, 0).
 
     Model: a thread's j-th access of each matrix touches its j-th element of the C tile in row-major
-    order (spec.owner). For kernels that stage square tiles (02-04), the copies of the A and B tiles
+    order (the model's owner). For kernels that stage square tiles (02-04), the copies of the A and B tiles
     use C's thread mapping: element (r, c) of the A tile is A[r][k0 + c], of the B tile B[k0 + r][c].
     For a kernel that stages none (01), a thread reads A[r][k] and B[k][c] for its own (r, c).
     Row-major matrices, leading dimensions from the problem."""
@@ -120,7 +122,8 @@ class SharedLoad:
 
 
 def shared_supported(spec: KernelSpec) -> str | None:
-    if spec.smem_word is None or spec.owner is None or spec.k_tile is None:
+    model = registry.model(spec)
+    if model.smem_word is None or model.owner is None or spec.k_tile is None:
         return (f"{spec.name} has no model of where its inner loop reads shared memory (smem_word): "
                 f"the picture is drawn for the outer-product kernels")
     return None
@@ -130,7 +133,7 @@ def shared_loads(spec: KernelSpec, params: Params, operand: str, warp: int = 0) 
     """Warp `warp`'s loads of operand "A" or "B" from shared memory over one tile, in address order.
 
     Model: a lane reads, at every k of the tile, its own rows of the A tile (its columns of the B
-    tile) as spec.owner gives them; the words (spec.smem_word) fall in aligned runs of 4, 2 or 1,
+    tile) as the model's owner gives them; the words (its smem_word) fall in aligned runs of 4, 2 or 1,
     and each run is one vector load (LDS.128, LDS.64, LDS). Its q-th vector is the warp's q-th load."""
     why = shared_supported(spec)
     if why:
@@ -138,11 +141,12 @@ def shared_loads(spec: KernelSpec, params: Params, operand: str, warp: int = 0) 
     if operand not in ("A", "B"):
         raise ValueError(f"operand must be 'A' or 'B', not {operand!r}")
     grid = owner_grid(spec, params)
+    smem_word = registry.model(spec).smem_word
     per_lane = []
     for lane in range(WARP):
         cells = owned(grid, warp * WARP + lane)
         index = sorted({r for r, _ in cells} if operand == "A" else {c for _, c in cells})
-        per_lane.append({spec.smem_word(params, operand, k, i): (k, i)
+        per_lane.append({smem_word(params, operand, k, i): (k, i)
                          for k in range(spec.k_tile(params)) for i in index})
     # the widest vector whose aligned runs make up every lane's words exactly
     width = next(w for w in (4, 2, 1)

@@ -13,7 +13,7 @@ import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .. import registry, roofline, source, widgets
+from .. import registry, roofline, results, widgets
 from ..compile import ARCHS, DEFAULT_ARCH, CompileError, compile_kernel
 from ..spec import IllegalConfig, Problem
 from .models import BANKS, FLOAT, SECTOR, WARP, sectors_per_request, warp_requests
@@ -84,9 +84,9 @@ def _rounded(label: str, value: float) -> Blank:
 def _roofline(spec, full: dict, size) -> tuple[roofline.Traffic, Problem, float, float, float]:
     """(traffic, problem, FP32 peak GFLOP/s, DRAM GB/s, bound GFLOP/s): the roofline model of the
     requested traffic, the same calls gl.show_prediction makes."""
-    problem = Problem(*source.shape(size))
+    problem = Problem(*results.shape(size))
     t = roofline.traffic(spec, full, problem)
-    peak, bw = source.ceilings()
+    peak, bw = results.ceilings()
     return t, problem, peak, bw, roofline.attainable_gflops(t.intensity, peak, bw)
 
 
@@ -100,7 +100,7 @@ def _naive_bound(size: int = 4096, **params) -> Prediction:
     spec = registry.by_chapter(1)
     full = spec.resolve(params)
     t, problem, peak, bw, bound = _roofline(spec, full, size)
-    device = source.here().device()["name"]
+    device = results.here().device()["name"]
     return Prediction(
         f"Each thread of {spec.name} ({spec.config_label(full)}) reads its row of A and its column of B "
         f"straight from global memory: for every multiply-add (2 FLOPs) it loads two 4-byte floats. If every "
@@ -144,7 +144,7 @@ def _dram_in_flight(**params) -> Prediction:
     record's measured DRAM latency and copy bandwidth (profiles.dram_in_flight, as gl.show_littles_law
     shows it); the explanation sets what the configuration's prefetch keeps in flight against it."""
     spec = registry.by_chapter(7)
-    rec = source.record()
+    rec = results.record()
     lat = rec.data.get("latency")
     if lat is None:
         raise BadQuestion(f"{rec.label} has no memory latencies to ask about")
@@ -175,7 +175,7 @@ def _dram_in_flight(**params) -> Prediction:
 def _sectors(size: int = 4096, **params) -> Prediction:
     """Chapter 03: sectors per warp-wide staging load of B, by the sector model (models.warp_requests)."""
     spec, before = registry.by_chapter(3), registry.by_chapter(2)
-    problem = Problem(*source.shape(size))
+    problem = Problem(*results.shape(size))
     full, full_before = spec.resolve(params), before.resolve(params)
     counts = {}
     for s, p in ((spec, full), (before, full_before)):
@@ -213,7 +213,7 @@ def _spread(request, ld: int) -> str:
 
 
 def _bank(lane: int = 5, k: int = 0, **params) -> Prediction:
-    """Chapter 04: the bank a lane's read of the B tile hits, by the spec's bank_words (as show_banks)."""
+    """Chapter 04: the bank a lane's read of the B tile hits, by its model's bank_words (as show_banks)."""
     spec = registry.by_chapter(4)
     layouts = (params.pop("LAYOUT"),) if "LAYOUT" in params else (0, 1)
     fulls = [spec.resolve({**params, "LAYOUT": layout}) for layout in layouts]
@@ -223,7 +223,7 @@ def _bank(lane: int = 5, k: int = 0, **params) -> Prediction:
         raise BadQuestion(f"k must be 0 to {spec.k_tile(fulls[0]) - 1} (one tile's steps), not {k}")
     blanks, lines = [], []
     for full in fulls:
-        words = spec.bank_words(full, k)
+        words = registry.model(spec).bank_words(full, k)
         word, bank = words[lane], words[lane] % BANKS
         banks = {w % BANKS for w in words}
         degree = max(len({w for w in words if w % BANKS == b}) for b in banks)
@@ -238,7 +238,7 @@ def _bank(lane: int = 5, k: int = 0, **params) -> Prediction:
         f"Which shared-memory bank does lane {lane} of warp 0 hit in its first load of the B tile at step k={k}, "
         f"with {which} ({spec.name}, {rest})? A bank is the 4-byte word address mod 32.",
         tuple(blanks),
-        "\n".join(lines) + "\n(The words are the kernel's indexing, the spec's bank_words, as show_banks draws them.)")
+        "\n".join(lines) + "\n(The words are the kernel's indexing, its model's bank_words, as show_banks draws them.)")
 
 
 def _ffma_per_load(**params) -> Prediction:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from .. import course, plots, records, registry, source
+from .. import course, plots, records, registry, results
 from ..compile import compile_kernel
 from .display import markdown, table
 
@@ -64,7 +64,7 @@ def show_profile(name: str) -> None:
     """Why warps wait (stall reasons per issued instruction, as a chart) and what the launch moved
     (issue rate, warps per scheduler, shared-memory wavefronts, L2 and DRAM bytes), for this
     chapter's kernel against the previous chapter's and cuBLAS."""
-    rec = source.record()
+    rec = results.record()
     rows = compared(rec, name)
     if not rows:
         return _missing(rec, f"profiles of {name}")
@@ -115,7 +115,7 @@ def show_hierarchical_roofline(name: str) -> None:
     """This chapter's kernel and the previous chapter's on the hierarchical roofline: one point per
     memory level at the intensity Nsight Compute measured there, at the speed of the profiled launch.
     A kernel is bound by the level whose roof sits lowest above its points."""
-    rec = source.record()
+    rec = results.record()
     rows = [(caption, p) for caption, p in compared(rec, name) if intensities(p)]
     if not rows:
         return _missing(rec, f"per-level traffic for {name}")
@@ -170,7 +170,7 @@ def _timed_gflops(rec, p: dict) -> float:
 def show_issue_slots(name: str) -> None:
     """The issue-slot view, where the memory roofs no longer bind: the speed as FP32 peak x clock
     share x active share x issue rate x FFMA share, from the recorded counters."""
-    rec = source.record()
+    rec = results.record()
     rows = issue_slots(rec, compared(rec, name))
     if not rows:
         return _missing(rec, f"instruction counts for {name}")
@@ -205,7 +205,7 @@ def show_littles_law(name: str, **params) -> None:
     the warps each scheduler must hold to keep issuing, against what the configuration has (from
     its build), and the bytes each SM must have in flight to keep DRAM busy, against what the
     kernel's tiles put in flight."""
-    rec = source.record()
+    rec = results.record()
     lat = rec.data.get("latency")
     if lat is None:
         return _missing(rec, "memory latencies")
@@ -247,7 +247,7 @@ def show_littles_law(name: str, **params) -> None:
 
 def show_stall_profile() -> None:
     """Why warps were not issuing, for the best configuration of every kernel and cuBLAS."""
-    rec = source.record()
+    rec = results.record()
     rows = []
     for spec in registry.KERNELS.values():
         p = _profile(rec, spec.name, _best_params(rec, spec))

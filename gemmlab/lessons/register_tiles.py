@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from .. import pictures, registry, sass, source
+from .. import pictures, registry, sass, results
 from ..compile import compile_kernel
 from .models import ffma_order, owned, owner_grid, reused_operands, shared_loads, shared_supported
 from .display import beside_cells, beside_header, beside_note, markdown, table
@@ -54,7 +54,7 @@ def show_unroll_study(name: str, tunable: str = "UNROLL", **params) -> None:
 def show_warp_tiling(name: str, **params) -> None:
     spec = registry.get(name)
     full = spec.resolve(params)
-    pictures.warp_tiling(spec, full, spec.geometry(full), "drawn from the registry's parameters")
+    pictures.warp_tiling(spec, full, registry.model(spec).geometry(full), "drawn from the registry's parameters")
 
 
 STEP_PROFILE = ("issued_per_scheduler", "dispatch_stall", "wait")
@@ -67,8 +67,8 @@ def show_steps(name: str, size: int = 4096, operands: bool = True, profile: tupl
     and the recorded Nsight Compute figures named in `profile` (issued_per_scheduler,
     warps_per_scheduler or a stall reason of records.STALL_REASONS) where the record has them."""
     spec = registry.get(name)
-    src = source.here()
-    stalls = {json.dumps(r["params"], sort_keys=True): r for r in source.record().stalls() if r["kernel"] == spec.name}
+    src = results.here()
+    stalls = {json.dumps(r["params"], sort_keys=True): r for r in results.record().stalls() if r["kernel"] == spec.name}
     rows = []
     for (caption, _), full in zip(spec.steps, spec.step_configs()):
         row = src.result(spec, full, size)
@@ -98,7 +98,7 @@ def show_outer_product(name: str, thread: int = 0, k: int = 0, **params) -> None
     row k, every product added into its patch of C (several patches for warp-tiled kernels)."""
     spec = registry.get(name)
     full = spec.resolve(params)
-    if spec.thread_tile is None or spec.owner is None or spec.k_tile is None:
+    if spec.thread_tile is None or registry.model(spec).owner is None or spec.k_tile is None:
         print(f"{spec.name} computes inner products (each thread a few elements of C, one FMA per value of B "
               f"it reads): no outer product to draw; chapters 05 on have one")
         return
@@ -149,7 +149,7 @@ def show_shared_loads(name: str, operand: str = "B", load: int = 0, **params) ->
     markdown(table(["operand", "instruction", "per tile", "phases each", "passes per tile",
                     "passes if conflict-free", "bank conflicts"], rows)
              + f"\n\n{spec.name} [{spec.config_label(full)}], warp 0; a model of the kernel's indexing "
-             f"(spec.owner, spec.smem_word), no GPU involved.")
+             f"(its KernelModel's owner and smem_word), no GPU involved.")
     if not 0 <= load < len(picked):
         print(f"load must be below {len(picked)}")
         return

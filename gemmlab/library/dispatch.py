@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 
 from .. import arch as archs
-from .. import registry, source
+from .. import registry, results
 from ..compile import compile_kernel
 from ..launch import Launch, launch_with
 from ..launch import ridge as ridge_of
@@ -190,9 +190,9 @@ def _part_size(part: Part) -> str:
 
 
 def device_facts() -> tuple[dict, str]:
-    here = source.here()
+    here = results.here()
     dev = here.attributes()          # a library call measures nothing beside its own work
-    where = "this GPU" if isinstance(here, source.Live) else "the record's GPU (no GPU here)"
+    where = "this GPU" if isinstance(here, results.Live) else "the record's GPU (no GPU here)"
     return dev, f"{dev['name']}, {where}"
 
 
@@ -215,7 +215,7 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> t
     for cand in m.candidates:
         spec = cand.spec
         try:
-            if spec.streams and problem.intensity > STREAMING_REACH * ridge:
+            if registry.model(spec).streams and problem.intensity > STREAMING_REACH * ridge:
                 raise UnsupportedShape(spec.name, "memory-bound-shapes",
                                        f"it streams an operand, for shapes under {STREAMING_REACH:g} x the ridge "
                                        f"({STREAMING_REACH * ridge:.0f} FLOPs per byte); this one has "
@@ -259,7 +259,7 @@ def plan(M: int, N: int, K: int, lda: int = 0, ldb: int = 0, ldc: int = 0, align
 
 
 def plan_for(problem: Problem, dev: dict, gpu: str, aligned: bool = True, reshape: bool = True) -> Plan:
-    """The plan for a problem on the GPU `dev` describes (its facts, as source.here().device() gives
+    """The plan for a problem on the GPU `dev` describes (its facts, as results.here().device() gives
     them), named `gpu` in the plan's words. `reshape`: the call may also be run in parts, or on a copy of B
     (see `_reshaped`), where the model says that is faster."""
     if problem.M > ROWS_PER_LAUNCH:              # one launch's rows planned, run as often as needed

@@ -47,7 +47,7 @@ from ..compile import Resources, occupancy
 from ..spec import IllegalConfig, KernelSpec, Params, Problem, split_time
 
 FITTED_DIR = Path(__file__).resolve().parents[1] / "fitted"
-# A kernel that streams an operand (spec.streams: chapter 12's) is meant for the memory-bound side of the
+# A kernel that streams an operand (its model's streams: chapter 12's) is meant for the memory-bound side of the
 # roofline: it is fitted, and offered, only where the shape's intensity (FLOPs per operand byte) is at
 # most this many times the ridge's. Past that, a shape has reuse for tiles to exploit.
 STREAMING_REACH = 2.0
@@ -98,8 +98,8 @@ def config_key(kernel: str, params: Params) -> str:
 
 def copy_path(spec: KernelSpec) -> str | None:
     """Which slow copy path a kernel's checked tiles take, named by the rule that says which tiles take
-    it (spec.fast_tiles): kernels with one rule share one path's code. None: a kernel with one path."""
-    rule = spec.fast_tiles
+    it (its model's fast_tiles): kernels with one rule share one path's code. None: a kernel with one path."""
+    rule = registry.model(spec).fast_tiles
     return None if rule is None else f"{rule.__module__}.{rule.__qualname__}"
 
 
@@ -119,7 +119,7 @@ def features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
     costs beyond its steps, b a step. A round with few blocks takes less time than a full one, as
     an SM is shared by fewer, but no less than `alone` of it. Where chapter 11's kernel splits a last
     wave, w is the launcher's own count of whole-tile times over the block slots (spec.split_time) and
-    lone says every block has an SM to itself. A kernel that streams an operand (spec.streams) is paced
+    lone says every block has an SM to itself. A kernel that streams an operand (its model's streams) is paced
     by DRAM as well as by its waves: w is the megabytes of its operands, and w k its waves times a
     tile's K steps, so that a is the time per megabyte and b per step of a wave."""
     slots = sm_count * blocks_per_sm
@@ -130,12 +130,13 @@ def features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
     split = spec.split_count(params, problem, slots) if pieces > 1 else 0
     blocks = tiles + split * (pieces - 1)
     lone = blocks_per_sm > 1 and blocks <= sm_count
-    checked = 1 - spec.fast_tiles(params, problem) / spec.tiles(params, problem) if spec.fast_tiles else 0.0
+    code = registry.model(spec)      # the model of the kernel's code: its fast copy path, whether it streams
+    checked = 1 - code.fast_tiles(params, problem) / spec.tiles(params, problem) if code.fast_tiles else 0.0
     if checked:
         # the busiest SM decides: where some tiles are checked, it runs at least one of them among its
         # blocks (one of them, in a launch of one round, decides the launch's time)
         checked = max(checked, min(1.0, slots / blocks))
-    if spec.streams:
+    if code.streams:
         waves = split_time(tiles, steps, slots, pieces, split)
         megabytes = problem.operand_bytes / 1e6
         return megabytes, waves * steps / megabytes, lone, 0, checked, 0.0

@@ -93,7 +93,7 @@ def profile_counters(specs: list[KernelSpec]) -> dict:
     {} where ncu is not installed: the counters are extra evidence, not a requirement."""
     out = {}
     for spec in specs:
-        for params in spec.counter_configs():
+        for params in registry.programme(spec).counter_configs(spec):
             values = _ncu_csv(list(records.COUNTERS), _run_args(spec.name, params, course.COUNTER_SIZE))
             if values:
                 out.setdefault(spec.name, []).append({"params": params, "size": course.COUNTER_SIZE,
@@ -238,7 +238,8 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
         return path
     specs = list(registry.KERNELS.values()) if everything else [registry.get(k) for k in kernels or []]
     jobs = [(spec, cfg, shape) for spec in specs for cfg in spec.explorer_configs()
-            for shape in (*((s, s, s) for s in sizes), *spec.regime_shapes) if _runs(spec, cfg, shape)]
+            for shape in (*((s, s, s) for s in sizes), *registry.programme(spec).regime_shapes)
+            if _runs(spec, cfg, shape)]
     jobs += [(spec, full, (course.STEP_SIZE,) * 3) for spec in specs for full in spec.step_configs()
              if (spec, full, (course.STEP_SIZE,) * 3) not in jobs]
     _precompile([(spec, cfg) for spec, cfg, _ in jobs], progress)
@@ -260,7 +261,7 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
     if everything or final:
         data["final_search"], data["final"] = [], []
         for spec in registry.with_shape_search():
-            _precompile([(spec, cfg) for cfg in spec.shape_search.candidates], progress)
+            _precompile([(spec, cfg) for cfg in registry.programme(spec).shape_search.candidates], progress)
             search = campaigns.measure_shape_search(spec, progress)
             data["final_search"] += search
             data["final"] += campaigns.measure_final(spec, lambda shape: records.fastest_at(search, shape), progress)

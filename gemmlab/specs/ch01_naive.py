@@ -1,4 +1,5 @@
 """Chapter 01: one thread per element of C, straight from global memory."""
+from ..kernel_model import KernelModel
 from ..spec import Evidence, Exercise, KernelSpec, Param
 from .shared import block_size_rule
 
@@ -18,7 +19,6 @@ SPEC = KernelSpec(
     tile=lambda p: (p["BLOCK_M"], p["BLOCK_N"]),
     rules=(block_size_rule(_threads),),
     stages_tiles=False,
-    owner=lambda p, r, c: r + c * p["BLOCK_M"],          # row fastest,
     exercise=Exercise(
         task="Write the loop at the heart of the naive kernel: the dot product of row `row` of $A$ and column "
              "`col` of $B$, read straight from global memory.",
@@ -31,3 +31,5 @@ SPEC = KernelSpec(
                "acc += A[(size_t)row * lda + k] * B[(size_t)k * ldb + col];"),
         evidence=(Evidence("opcode", "the multiply-adds of the dot product", "FFMA"),)),
 )
+
+MODEL = KernelModel(owner=lambda p, r, c: r + c * p["BLOCK_M"])   # row fastest

@@ -1,10 +1,9 @@
 """Chapter 02: blocks stage tiles of A and B in shared memory."""
 from ..spec import Evidence, Exercise
-from .tiled import tiled_spec
+from .tiled import tiled_model, tiled_spec
 
 SPEC = tiled_spec("02_smem_tiling", 2, "02 shared-memory tiling",
                   "blocks stage TILE x TILE tiles of A and B in shared memory; threads still map to C naively",
-                  lanes_along_rows=True,
                   exercise=Exercise(
                       task="Stage one K step's tiles in shared memory: each thread copies its share of the "
                            "TILE x TILE tiles of $A$ and $B$, zeros past the edges, and the block waits until "
@@ -23,3 +22,5 @@ SPEC = tiled_spec("02_smem_tiling", 2, "02 shared-memory tiling",
                       evidence=(Evidence("opcode", "one barrier after the copies and one after the math, per K step",
                                          "BAR"),
                                 Evidence("opcode", "the copies into shared memory", "STS"))))
+
+MODEL = tiled_model(lanes_along_rows=True)

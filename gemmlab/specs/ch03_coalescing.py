@@ -1,10 +1,9 @@
 """Chapter 03: the same tiles, with consecutive threads on consecutive addresses."""
 from ..spec import Exercise
-from .tiled import tiled_spec
+from .tiled import tiled_model, tiled_spec
 
 SPEC = tiled_spec("03_coalescing", 3, "03 tiling + coalescing",
                   "the same tiles, with consecutive threads on consecutive addresses of A, B and C",
-                  lanes_along_rows=False,
                   exercise=Exercise(
                       task="Stage the tiles so that a warp's 32 lanes read 32 consecutive addresses: thread (f, s) "
                            "copies element (r, f) of this K step's tile of $A$ and of $B$ into `As[r][f]` and "
@@ -21,3 +20,5 @@ SPEC = tiled_spec("03_coalescing", 3, "03 tiling + coalescing",
                              "against M, N or K first.",
                              "const int ar = row0 + r, ak = k0 + f; As[r][f] = (ar < M && ak < K) ? "
                              "A[(size_t)ar * lda + ak] : 0.0f; and the same for B with bk = k0 + r, bc = col0 + f.")))
+
+MODEL = tiled_model(lanes_along_rows=False)

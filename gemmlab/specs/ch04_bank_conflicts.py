@@ -1,6 +1,7 @@
 """Chapter 04: 03 with the B tile stored transposed, conflicting, padded or swizzled."""
+from ..course import Programme
 from ..spec import Evidence, Exercise, Param
-from .tiled import tiled_spec
+from .tiled import tiled_model, tiled_spec
 
 
 def _stride(p) -> int:
@@ -16,15 +17,10 @@ _LAYOUT = Param("LAYOUT", (0, 1, 2), 0, "0: B tile transposed as is (conflicts),
 SPEC = tiled_spec(
     "04_bank_conflicts", 4, "04 bank conflicts",
     "03 with the B tile stored transposed; LAYOUT: 0 conflicting, 1 padded, 2 XOR-swizzled",
-    lanes_along_rows=False,
     params=(Param("TILE", (16, 32, 64), 32, "edge of the square tile of C a block owns, and the K step"),
             Param("OUTPUTS", (4, 8), 4, "elements of C each thread computes"),
             _LAYOUT),
     static_smem=lambda p: 4 * p["TILE"] * (p["TILE"] + _stride(p)),
-    # the word each lane of warp 0 reads in the inner loop, at step k
-    bank_words=lambda p, k: [_bt_word(p, lane % p["TILE"], k) for lane in range(32)],
-    # the counters of every layout: the conflicts each one leaves
-    counter_overrides=tuple({"LAYOUT": v} for v in _LAYOUT.values),
     exercise=Exercise(
         task="Pad the transposed $B$ tile (`LAYOUT=1`) so that the 32 lanes reading one of its columns hit 32 "
              "different banks.",
@@ -38,3 +34,11 @@ SPEC = tiled_spec(
         evidence=(Evidence("shared_bytes", "the padded tile is one word per row longer than the unpadded one"),),
         params={"LAYOUT": 1}),
 )
+
+MODEL = tiled_model(
+    lanes_along_rows=False,
+    # the word each lane of warp 0 reads in the inner loop, at step k
+    bank_words=lambda p, k: [_bt_word(p, lane % p["TILE"], k) for lane in range(32)])
+
+# the counters of every layout: the conflicts each one leaves
+PROGRAMME = Programme(counter_overrides=tuple({"LAYOUT": v} for v in _LAYOUT.values))

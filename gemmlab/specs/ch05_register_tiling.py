@@ -1,4 +1,5 @@
 """Chapter 05: each thread accumulates a TM x TN tile of C in registers, with outer products."""
+from ..kernel_model import KernelModel
 from ..spec import Evidence, Exercise, KernelSpec, Param
 from .shared import outer_owner, outer_rules, outer_smem_word, outer_thread_tile, outer_threads
 
@@ -15,8 +16,6 @@ SPEC = KernelSpec(
     threads=outer_threads, tile=lambda p: (p["BM"], p["BN"]),
     rules=outer_rules(vector=False),
     k_tile=lambda p: p["BK"],
-    smem_word=outer_smem_word(a_transposed=False),
-    owner=outer_owner,
     thread_tile=outer_thread_tile,
     static_smem=lambda p: 4 * p["BK"] * (p["BM"] + p["BN"]),
     exercise=Exercise(
@@ -34,3 +33,5 @@ SPEC = KernelSpec(
         evidence=(Evidence("opcode", "TM x TN FFMAs per k step", "FFMA"),
                   Evidence("at_most", "each value loaded once per k step, not once per product", "LDS"))),
 )
+
+MODEL = KernelModel(owner=outer_owner, smem_word=outer_smem_word(a_transposed=False))

@@ -1,4 +1,5 @@
 """Chapter 06: float4 global access, a transposed A tile for 128-bit shared loads, unrolling."""
+from ..kernel_model import KernelModel
 from ..spec import Evidence, Exercise, KernelSpec, Param
 from .shared import (outer_owner, outer_rules, outer_smem_word, outer_thread_tile, outer_threads, tile_smem,
                      unroll_within_tile, vector_rows)
@@ -19,8 +20,6 @@ SPEC = KernelSpec(
     rules=outer_rules(vector=True) + (unroll_within_tile("UNROLL"),),
     shape_rules=(vector_rows(lambda p: p["VECTORIZE"] == 1),),
     k_tile=lambda p: p["BK"],
-    smem_word=outer_smem_word(a_transposed=True),
-    owner=outer_owner,
     thread_tile=outer_thread_tile,
     static_smem=tile_smem(lambda p: 1),
     pointer_alignment=lambda p: 16 if p["VECTORIZE"] else 4,
@@ -55,3 +54,5 @@ SPEC = KernelSpec(
                   Evidence("opcode", "A stored transposed: each float4 of A is four 32-bit stores, into four "
                                      "rows of As (B's float4 is one 128-bit store)", "STS"))),
 )
+
+MODEL = KernelModel(owner=outer_owner, smem_word=outer_smem_word(a_transposed=True))

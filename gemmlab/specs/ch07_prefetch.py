@@ -1,4 +1,5 @@
 """Chapter 07: double-buffered shared tiles; the next tile's loads are in flight during the math."""
+from ..kernel_model import KernelModel
 from ..spec import Evidence, Exercise, KernelSpec, Param
 from .shared import (outer_owner, outer_rules, outer_smem_word, outer_thread_tile, outer_threads, tile_smem,
                      vector_rows)
@@ -18,8 +19,6 @@ SPEC = KernelSpec(
     rules=outer_rules(vector=True),
     shape_rules=(vector_rows(),),
     k_tile=lambda p: p["BK"],
-    smem_word=outer_smem_word(a_transposed=True),
-    owner=outer_owner,
     thread_tile=outer_thread_tile,
     static_smem=tile_smem(lambda p: 2 if p["PREFETCH"] else 1),
     pointer_alignment=lambda p: 16,
@@ -53,3 +52,5 @@ SPEC = KernelSpec(
                                       "the barrier before the stores unnecessary", "BAR"),
                   Evidence("opcode", "the next tile's 128-bit loads in the loop", "LDG.E.128"))),
 )
+
+MODEL = KernelModel(owner=outer_owner, smem_word=outer_smem_word(a_transposed=True))

@@ -1,4 +1,5 @@
 """Chapter 08: block tile -> warp tiles -> WMITER x WNITER thread patches of TM x TN."""
+from ..kernel_model import KernelModel
 from ..spec import Evidence, Exercise, KernelSpec, Param, Rule
 from .shared import (accumulator_rule, outer_smem_word, snake_interior_params, snake_interior_steps, tile_load_rules,
                      tile_smem, unroll_within_tile, vector_rows, warp_grid_rules, warp_threads)
@@ -53,10 +54,7 @@ SPEC = KernelSpec(
     ),
     shape_rules=(vector_rows(),),
     k_tile=lambda p: p["BK"],
-    smem_word=outer_smem_word(a_transposed=True),
-    owner=_owner,
     thread_tile=lambda p: (p["TM"] * geometry(p)["WMITER"], p["TN"] * p["WNITER"]),
-    geometry=geometry,
     static_smem=tile_smem(lambda p: 2),
     pointer_alignment=lambda p: 16,
     steps=snake_interior_steps({"WN": 64, "TM": 8, "UNROLL": 8}),
@@ -84,3 +82,5 @@ SPEC = KernelSpec(
         evidence=(Evidence("opcode", "a lane's TM values of A and TN of B per sub-tile read as 128-bit shared "
                                      "loads: each patch starts on a multiple of 4 floats", "LDS.128"),)),
 )
+
+MODEL = KernelModel(owner=_owner, smem_word=outer_smem_word(a_transposed=True), geometry=geometry)

@@ -1,6 +1,7 @@
 """Chapter 09: 08's warp tiling fed by cp.async copies through a STAGES-deep pipeline."""
+from ..kernel_model import KernelModel
 from ..spec import Evidence, Exercise, KernelSpec
-from .pipelined import fast_tiles, kernel_fields, params, rules
+from .pipelined import fast_tiles, kernel_fields, model_fields, params, rules
 
 # 128 x 128 tiles of eight 32 x 64 warp tiles: 64 accumulators a thread, so a cap of 128 registers
 # (two blocks per SM) leaves room for operands. The chapter's MINB experiment runs on them.
@@ -11,7 +12,7 @@ SPEC = KernelSpec(
     technique="08's warp tiling fed by cp.async copies through a STAGES-deep shared-memory pipeline",
     params=params(),
     rules=rules(),
-    **kernel_fields(), fast_tiles=fast_tiles,
+    **kernel_fields(),
     steps=(("128 x 128 tiles, registers as the compiler likes (MINB=1)", {**_HALF_TILES, "MINB": 1}),
            ("128 x 128 tiles, registers capped for two blocks per SM (MINB=2)", {**_HALF_TILES, "MINB": 2}),
            ("128 x 256 tiles, one block per SM: two stages", {"STAGES": 2}),
@@ -44,3 +45,5 @@ SPEC = KernelSpec(
                   Evidence("at_most", "one barrier per tile: the pipeline needs no second one", "BAR"),
                   Evidence("opcode", "the cp.async copies of the next tile, in the loop", "LDGSTS"))),
 )
+
+MODEL = KernelModel(**model_fields(), fast_tiles=fast_tiles)

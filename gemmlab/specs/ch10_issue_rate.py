@@ -1,7 +1,8 @@
 """Chapter 10: 09's pipeline with fewer instructions between the FFMAs (FFMA order, unchecked
 interior copies, copies spread among the FFMAs)."""
+from ..kernel_model import KernelModel
 from ..spec import Evidence, Exercise, KernelSpec
-from .pipelined import fast_tiles, issue_rate_params, kernel_fields, params, rules, spread_rule
+from .pipelined import fast_tiles, issue_rate_params, kernel_fields, model_fields, params, rules, spread_rule
 from .shared import snake_interior_steps
 
 SPEC = KernelSpec(
@@ -10,7 +11,7 @@ SPEC = KernelSpec(
               "copies, copies spread among the FFMAs",
     params=(*params(), *issue_rate_params()),
     rules=(*rules(), spread_rule()),
-    **kernel_fields(), fast_tiles=fast_tiles,
+    **kernel_fields(),
     steps=(*snake_interior_steps({"SPREAD": 0}),
            ("+ SPREAD: the next tile's copies among the FFMAs", {"SNAKE": 1, "INTERIOR": 1, "SPREAD": 4})),
     exercise=Exercise(
@@ -64,3 +65,5 @@ SPEC = KernelSpec(
         # stays on in the check's other configuration.
         params={"STAGES": 2, "SPREAD": 4}),
 )
+
+MODEL = KernelModel(**model_fields(), fast_tiles=fast_tiles)

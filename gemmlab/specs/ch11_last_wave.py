@@ -1,7 +1,9 @@
 """Chapter 11: 10's kernel, with the tiles of a last partial wave split along K (SPLIT)."""
 from .. import course
-from ..spec import Exercise, KernelSpec, Param, ShapeSearch
-from .pipelined import fast_tiles, issue_rate_params, kernel_fields, params, rules, spread_rule
+from ..course import Programme, ShapeSearch
+from ..kernel_model import KernelModel
+from ..spec import Exercise, KernelSpec, Param
+from .pipelined import fast_tiles, issue_rate_params, kernel_fields, model_fields, params, rules, spread_rule
 
 SPEC = KernelSpec(
     name="11_last_wave", chapter=11, title="11 last wave",
@@ -12,8 +14,7 @@ SPEC = KernelSpec(
                   "that no SM idles at the end (1: never)", slider=(1,))),
     split=lambda p: p["SPLIT"], split_flags=4096,
     rules=(*rules(), spread_rule()),
-    **kernel_fields(), fast_tiles=fast_tiles,
-    shape_search=ShapeSearch(course.FINAL_SHAPES, course.FINAL_CANDIDATES, course.FINAL_REPS),
+    **kernel_fields(),
     exercise=Exercise(
         task="Make the pieces of a split tile take turns: a piece after the first waits until the piece before "
              "it has added its part into $C$, then adds its own to what it finds there.",
@@ -38,3 +39,7 @@ SPEC = KernelSpec(
         evidence=(),
         params={"SPLIT": 4}),
 )
+
+MODEL = KernelModel(**model_fields(), fast_tiles=fast_tiles)
+
+PROGRAMME = Programme(shape_search=ShapeSearch(course.FINAL_SHAPES, course.FINAL_CANDIDATES, course.FINAL_REPS))

@@ -1,5 +1,7 @@
 """Chapter 12: skinny products, where DRAM bandwidth is the limit: K split over the threads, the big
 operand streamed once in 16-byte loads, the partial sums added with warp shuffles."""
+from ..course import Programme
+from ..kernel_model import KernelModel
 from ..spec import Exercise, KernelSpec, Param, Rule
 from .shared import block_size_rule
 
@@ -45,11 +47,6 @@ SPEC = KernelSpec(
            Rule("lanes-in-a-warp", lambda p: 32 % p["LANES"] == 0,
                 lambda p: f"LANES={p['LANES']} must divide a warp's 32 lanes")),
     k_tile=_k_tile,
-    streams=True,
-    # skinny shapes, none of them in issue 17's suite: where the record times the sliders' configurations
-    # besides the squares, so that the plan's fit sees this kernel where it is meant to run
-    regime_shapes=((1, 8192, 2048), (8, 4096, 2048), (48, 6144, 2048), (128, 2048, 4096),
-                   (2048, 1, 8192), (8192, 16, 1024), (6144, 6, 3072)),
     static_smem=_smem,
     # steps: from one row a block, each thread with one load in flight, to the defaults
     steps=(("one row a block, one 16-byte load of B in flight a thread", {"EDGE": 1, "UNROLL": 1}),
@@ -75,3 +72,11 @@ __device__ __forceinline__ float add_across(float v)
                "lanes that differ below STRIDE (different columns) are never added.",
                "for (int offset = 16; offset >= STRIDE; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);")),
 )
+
+MODEL = KernelModel(streams=True)
+
+PROGRAMME = Programme(
+    # skinny shapes, none of them in issue 17's suite: where the record times the sliders' configurations
+    # besides the squares, so that the plan's fit sees this kernel where it is meant to run
+    regime_shapes=((1, 8192, 2048), (8, 4096, 2048), (48, 6144, 2048), (128, 2048, 4096),
+                   (2048, 1, 8192), (8192, 16, 1024), (6144, 6, 3072)))

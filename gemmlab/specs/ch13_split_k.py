@@ -1,8 +1,10 @@
 """Chapter 13: every shape: edge tiles moved back inside C (no checked copies in the main loop), K's
 remainder zero-filled in the first tile, small tiles, and every tile split along K into pieces whose
 partial tiles the last piece to arrive adds up from a workspace."""
+from ..course import Programme
+from ..kernel_model import KernelModel
 from ..spec import Exercise, KernelSpec, Param, ShapeRule
-from .pipelined import kernel_fields, rules
+from .pipelined import kernel_fields, model_fields, rules
 
 # The kernel's workspace (kernels/13_split_k.cu's PARTIAL_FLOATS and ARRIVALS agree)
 PARTIAL_FLOATS = 1 << 23
@@ -84,11 +86,6 @@ SPEC = KernelSpec(
     shape_rules=SHAPE_RULES,
     **kernel_fields(),
     k_split=_pieces,
-    fast_tiles=_fast_tiles,
-    # shapes none of issue 17's suite has, where small grids and ragged edges are the problem: where the
-    # record times the sliders' configurations besides the squares
-    regime_shapes=((96, 4096, 4096), (48, 8192, 2048), (700, 700, 700), (1280, 1280, 1280),
-                   (1000, 3000, 1999), (3001, 2999, 3003)),
     # steps, at the chapter's step size (4096^3, where no split fits the workspace, nor pays): 11's tiles
     # with their edges moved inside, then smaller ones down to the defaults
     steps=(("11's 128 x 256 tiles of 8 warps, one block an SM, edges moved inside C",
@@ -117,3 +114,11 @@ SPEC = KernelSpec(
         evidence=(),
         params={"SPLIT": 4}, timing_shape=(1024, 1024, 4096)),
 )
+
+MODEL = KernelModel(**model_fields(), fast_tiles=_fast_tiles)
+
+PROGRAMME = Programme(
+    # shapes none of issue 17's suite has, where small grids and ragged edges are the problem: where the
+    # record times the sliders' configurations besides the squares
+    regime_shapes=((96, 4096, 4096), (48, 8192, 2048), (700, 700, 700), (1280, 1280, 1280),
+                   (1000, 3000, 1999), (3001, 2999, 3003)))

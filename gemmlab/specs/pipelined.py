@@ -70,10 +70,14 @@ def cp_async_rule() -> ArchRule:
 
 
 def kernel_fields() -> dict:
-    """The KernelSpec fields 09, 10 and 11 share: warp-tile geometry, cp.async, the staged tiles."""
+    """The KernelSpec fields 09, 10, 11 and 13 share: warp-tile geometry, cp.async, the staged tiles."""
     return dict(threads=warp_threads, tile=lambda p: (p["BM"], p["BN"]), arch_rules=(cp_async_rule(),),
-                k_tile=lambda p: p["BK"], smem_word=outer_smem_word(a_transposed=True), owner=owner,
-                thread_tile=thread_tile, dynamic_smem=smem)
+                k_tile=lambda p: p["BK"], thread_tile=thread_tile, dynamic_smem=smem)
+
+
+def model_fields() -> dict:
+    """The KernelModel fields 09, 10, 11 and 13 share: the lanes' patches of C, the words of their shared loads."""
+    return dict(owner=owner, smem_word=outer_smem_word(a_transposed=True))
 
 
 def issue_rate_params() -> tuple[Param, ...]:

@@ -66,7 +66,7 @@ def outer_thread_tile(p: Params) -> tuple[int, int]:
 
 
 def outer_smem_word(a_transposed: bool) -> Callable[[Params, str, int, int], int]:
-    """KernelSpec.smem_word of 05-10: B as Bs[k][n] (rows of BN words); A as As[m][k] (05), or
+    """KernelModel.smem_word of 05-13: B as Bs[k][n] (rows of BN words); A as As[m][k] (05), or
     transposed with rows padded by 4 words, As[k][m] (06 on)."""
     def word(p: Params, operand: str, k: int, i: int) -> int:
         if operand == "B":
