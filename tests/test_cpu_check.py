@@ -1,12 +1,13 @@
 """The check without a GPU: the learner's CUDA file compiled for the CPU (gemmlab/cpu) and run with CUDA's
 semantics, then validated against float64. What the runner does with races, shuffles, misaligned and
 out-of-bounds accesses, barriers, cp.async and waits (a kernel of twists, tests/data/cpu_semantics.cu);
-how a verdict reads; the planted bugs of tests/planted_bugs.py (slow tier: all of them)."""
+how a verdict reads. Every chapter's kernel at its extreme configurations, and the planted bugs, are the heavy
+tier's (test_cpu_check_configs.py, test_cpu_planted_bugs.py)."""
 from pathlib import Path
 
 import pytest
 
-from gemmlab import cpu, cpu_check, exercises, registry
+from gemmlab import cpu, exercises, registry
 from gemmlab.spec import Problem
 
 import sys
@@ -122,36 +123,3 @@ def test_with_no_compiler_the_check_is_not_verified_and_never_passes(monkeypatch
     from gemmlab.__main__ import main
     assert main(["check", "02", "--solution"]) == 3
     assert capsys.readouterr().out.startswith("NOT VERIFIED")
-
-
-# --- every chapter, and the corpus (slow tier) -------------------------------------------------------
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", [s.name for s in exercises.chapters()])
-def test_every_chapters_kernel_passes_on_the_cpu_at_its_default_and_extreme_configurations(name):
-    spec = registry.get(name)
-    for config in [spec.defaults, *spec.extreme_configs()]:
-        full = spec.resolve(config)
-        program = cpu.build(spec, full)
-        for shape in cpu_check.cpu_shapes(spec, full)[:1] + cpu_check.cpu_shapes(spec, full)[3:4]:
-            p, label = cpu_check.runnable(spec, full, shape)
-            if p is None:
-                continue
-            outcome = cpu.run(program, spec, full, p, 1, spec.path, spec.path.name)
-            assert outcome == {"forward": None, "reverse": None}, f"{name} [{spec.config_label(full)}] {label}: {outcome}"
-
-
-@pytest.mark.slow
-def test_the_planted_bugs_fail_the_check_without_a_gpu(tmp_path):
-    from planted_bugs import BUGS
-    passed, expected = [], []
-    for n, (chapter, old, new, kind, why) in enumerate(BUGS):
-        folder = tmp_path / str(n)
-        folder.mkdir()
-        verdict = exercises.check(chapter, _planted(chapter, old, new, folder), gpu=False)
-        if not verdict.failed:
-            passed.append(f"{chapter} {kind}")
-            if not why:
-                expected.append(f"{chapter} {kind}: {verdict}")
-    assert not expected, "\n".join(expected)
-    assert len(BUGS) >= 40 and len(passed) <= 0.1 * len(BUGS), passed
