@@ -27,7 +27,7 @@ from ..launch import Launch, launch_with
 from ..launch import ridge as ridge_of
 from ..spec import INT_MAX, IllegalConfig, KernelSpec, Problem, UnsupportedShape, split_time
 from .time_model import (STREAMING_REACH, Model, NotFitted, blocks_per_sm, config_key, features, model,
-                         split_variants, waves)
+                         split_variants, unsplit, waves)
 
 # No configuration is predicted faster than this much over the best rate (FLOP/s) it reached in the
 # record: per-candidate fits of two costs extrapolate badly from small shapes to large ones. 1: never
@@ -230,6 +230,11 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> t
             refused.setdefault(spec.name, str(exc))
             continue
         for params in split_variants(spec, cand.params):
+            # a last-wave split that splits no tile of this launch is the unsplit kernel with the split's
+            # code besides, which costs it 2% on the H100 (docs/dispatch.md): the unsplit build is offered
+            if spec.split(params) > 1 and spec.is_legal(unsplit(spec, params)) \
+                    and not spec.split_count(params, problem, dev["sm_count"] * per_sm):
+                continue
             try:
                 launch = launch_with(spec, params, problem, dev, per_sm, gpu)
             except UnsupportedShape as exc:
