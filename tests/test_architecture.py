@@ -248,3 +248,12 @@ def test_the_path_finder_counts_modules():
     assert shortest_path(graph, "a", "c") == ["a", "b", "c"]
     assert shortest_path(graph, "a", "d") == ["a", "b", "c", "d"]
     assert shortest_path(graph, "d", "a") is None
+
+
+MODULE_LINES = 450
+
+
+def test_every_module_is_at_most_450_lines():
+    long = [f"{p.relative_to(ROOT)}: {n}" for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MODULE_LINES]
+    assert not long, long
