@@ -156,12 +156,14 @@ def test_the_notebook_cells_show_the_task_hints_solution_and_progress(capsys):
     gl.hint("05")
     gl.solution("05")
     gl.check("05")
-    gl.progress()
+    import gemmlab.library.lessons as gl14
+    gl14.progress()
     gl.check("no-such-chapter")
     out = capsys.readouterr().out
     assert "Your turn" in out and "hint 1 of 3" in out and "hint 2 of 3" in out
     assert "+" in out and "acc[i][j] += a[i] * b[j]" in out, "the solution is a diff to the kernel's lines"
     assert "FAIL" in out and "not started" in out and "no kernel 'no-such-chapter'" in out
+    assert "14 · One plan per shape" in out, "the progress table counts chapter 14's exercise too"
 
 
 @pytest.mark.gpu

@@ -1,7 +1,8 @@
 """What the notebooks call: one function per code cell, `import gemmlab.lessons as gl`.
 
 Cells that show something are `show_*`; the exercise cells are verbs (exercise, check, hint,
-solution, progress). Each works with a GPU (live: compile, validate, time) and
+solution; the progress table over every chapter's exercise is gemmlab.library.lessons.progress, as
+it counts chapter 14's too). Each works with a GPU (live: compile, validate, time) and
 without one (compile and SASS are still live; timings come from the record, labelled with device
 and date): they ask `results.here()` and never check for a GPU themselves.
 """
@@ -16,7 +17,7 @@ from .chapter11 import show_final_search, show_final_table, show_last_wave, show
 from .chapter12 import show_skinny_regime, show_skinny_roofline  # noqa: F401
 from .chapter13 import show_split_regime  # noqa: F401
 from .chapter15 import show_ladder_over_shapes  # noqa: F401
-from .your_turn import check, exercise, hint, progress, solution  # noqa: F401
+from .your_turn import check, exercise, hint, solution  # noqa: F401
 from .common import (show_compile_report, show_counters, show_diff, show_explorer, show_inner_loop,  # noqa: F401
                      show_kernel, show_ladder, show_prediction, show_sass, show_sweep, show_thread_map,
                      show_tunable, show_tuning, show_vs_cublas)
@@ -29,5 +30,5 @@ from .register_tiles import (show_ffma_order, show_occupancy, show_outer_product
 # Every lesson answers a learner's mistake with a message, not a traceback (display.friendly).
 from .display import friendly as _friendly  # noqa: E402
 
-for _name in [n for n in dir() if n.startswith("show_") or n in ("exercise", "check", "hint", "solution", "progress")]:
+for _name in [n for n in dir() if n.startswith("show_") or n in ("exercise", "check", "hint", "solution")]:
     globals()[_name] = _friendly(globals()[_name])

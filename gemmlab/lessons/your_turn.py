@@ -95,15 +95,18 @@ def solution_of(spec) -> None:
     markdown("```diff\n" + "\n".join(diff) + "\n```")
 
 
-def progress() -> None:
-    """Which exercises pass on this machine: each learner's file that exists, checked now."""
+def progress_of(extra=()) -> None:
+    """Which exercises pass on this machine: each learner's file that exists, checked now. The kernel
+    chapters' exercises, then `extra`: (spec, check) pairs of exercises kept elsewhere (chapter 14's, which
+    gemmlab.library.lessons.progress adds), `check()` giving the verdict on the learner's file."""
     rows = []
-    for spec in exercises.chapters():
+    kernels = [(spec, lambda spec=spec: exercises.check(spec.name[:2])) for spec in exercises.chapters()]
+    for spec, check_it in [*kernels, *extra]:
         path = exercises.learner_file(spec)
         if not path.exists():
             rows.append([spec.title, "not started", "-"])
             continue
-        verdict = exercises.check(spec.name[:2])
+        verdict = check_it()
         failed = next((text for ok, text in verdict.lines if not ok), "")
         rows.append([spec.title, verdict.summary, failed.splitlines()[0] if failed else "-"])
     markdown(table(["chapter", "verdict", "first problem"], rows)

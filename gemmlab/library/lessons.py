@@ -160,6 +160,12 @@ def solution(chapter: str = "14") -> None:
     your_turn.solution_of(round_time_exercise.SPEC)
 
 
+@friendly
+def progress() -> None:
+    """Which exercises pass on this machine, every chapter's: the kernel chapters' and chapter 14's."""
+    your_turn.progress_of([(round_time_exercise.SPEC, round_time_exercise.check)])
+
+
 for _name in ("show_plans", "show_worked_plan", "show_predicted_against_measured", "show_matmul_suite",
               "show_plan_explorer"):
     globals()[_name] = friendly(globals()[_name])
