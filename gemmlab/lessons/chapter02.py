@@ -50,6 +50,6 @@ def show_sectors(name: str, size: int = 4096, **params) -> None:
     markdown(table(["warp 0's accesses", "requests per warp", "sectors per request", "of the bytes moved, used"],
                    rows)
              + f"\n\n{spec.name} [{spec.config_label(full)}], row-major {problem.M} x {problem.K} A and "
-             f"{problem.K} x {problem.N} B: a model of the kernel's indexing (its KernelModel's owner), no GPU involved.")
+             f"{problem.K} x {problem.N} B: a model of the kernel's indexing (written beside its spec in gemmlab/specs/), no GPU involved.")
     pictures.sectors(spec, full, [next(r for r in requests if r.operand == o) for o in ("A", "B", "C")],
                   "drawn from the registry's model of the kernel's indexing")

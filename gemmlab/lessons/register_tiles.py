@@ -149,7 +149,7 @@ def show_shared_loads(name: str, operand: str = "B", load: int = 0, **params) ->
     markdown(table(["operand", "instruction", "per tile", "phases each", "passes per tile",
                     "passes if conflict-free", "bank conflicts"], rows)
              + f"\n\n{spec.name} [{spec.config_label(full)}], warp 0; a model of the kernel's indexing "
-             f"(its KernelModel's owner and smem_word), no GPU involved.")
+             f"(written beside its spec in gemmlab/specs/), no GPU involved.")
     if not 0 <= load < len(picked):
         print(f"load must be below {len(picked)}")
         return

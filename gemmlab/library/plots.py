@@ -60,14 +60,14 @@ def dispatch_heatmaps(rows, kernel: str, label: str):
             im = ax.imshow(np.clip(grid, 0.25, 4.0), cmap="RdYlGn", norm=norm, origin="lower")
             for (i, j), v in np.ndenumerate(grid):
                 if not np.isnan(v):
-                    ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7)
+                    ax.text(j, i, f"{v:.3f}", ha="center", va="center", fontsize=6)
             ax.set_xticks(range(len(ns)), ns, fontsize=7)
             ax.set_yticks(range(len(ms)), ms, fontsize=7)
             ax.set_xlabel("N")
             ax.set_ylabel("M")
             finite = grid[~np.isnan(grid)]
             ax.set_title(f"{title}, K = {k}\ngeometric mean {np.exp(np.log(finite).mean()):.2f}, "
-                         f"smallest {finite.min():.2f}", fontsize=8)
+                         f"smallest {finite.min():.3f}", fontsize=8)
     bar = fig.colorbar(im, ax=axes, fraction=0.025, pad=0.02)
     bar.set_ticks([0.25, 0.5, 1, 2, 4], labels=["0.25", "0.5", "1", "2", "4"])
     bar.minorticks_off()
