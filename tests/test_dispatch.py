@@ -313,3 +313,11 @@ def test_a_last_wave_split_is_offered_only_where_it_splits_a_tile():
     for size in (2048, 4096):
         p = dispatch.plan_for(Problem(size, size, size), H100, "H100")
         assert p.spec.split(p.params) == 1, p.label
+
+
+def test_a_split_past_the_grid_limit_is_refused_and_the_others_plan():
+    """A shape whose split launch would pass CUDA's grid (2^31 - 1 blocks) refuses that split alone (the
+    filter of splits that split nothing asks the launch too); another kernel plans it."""
+    problem = Problem(dispatch.ROWS_PER_LAUNCH, 2**31 - 1, 64)
+    p = dispatch.plan_for(problem, H100, "H100")     # raised the split's UnsupportedShape when the filter did not
+    assert p.predicted_us > 0 and p.spec.split(p.params) == 1

@@ -230,12 +230,12 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> t
             refused.setdefault(spec.name, str(exc))
             continue
         for params in split_variants(spec, cand.params):
-            # a last-wave split that splits no tile of this launch is the unsplit kernel with the split's
-            # code besides, which costs it 2% on the H100 (docs/dispatch.md): the unsplit build is offered
-            if spec.split(params) > 1 and spec.is_legal(unsplit(spec, params)) \
-                    and not spec.split_count(params, problem, dev["sm_count"] * per_sm):
-                continue
             try:
+                # a last-wave split that splits no tile of this launch is the unsplit kernel with the split's
+                # code besides, which costs it 2% on the H100 (docs/dispatch.md): the unsplit build is offered
+                if spec.split(params) > 1 and spec.is_legal(unsplit(spec, params)) \
+                        and not spec.split_count(params, problem, dev["sm_count"] * per_sm):
+                    continue
                 launch = launch_with(spec, params, problem, dev, per_sm, gpu)
             except UnsupportedShape as exc:
                 refused.setdefault(spec.name, str(exc))
