@@ -4,6 +4,10 @@ compiling; a kernel changed since is compiled now and said so. The slow test com
 and finds the shipped table. No GPU needed."""
 import fnmatch
 import json
+import os
+import subprocess
+import sys
+import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
@@ -128,4 +132,18 @@ def test_compiled_anew_the_whole_table_is_the_shipped_one():
     # another NVRTC (make test-cuda12) allocates registers its own way: there the same cells run or are refused
     differ = [(old, new) for old, new in zip(shipped["cells"], now)
               if (old if same else (old.runs, old.detail)) != (new if same else (new.runs, new.detail))]
+    # ptxas in a long test session now and then allocates a few more registers than a process of its own does
+    # (docs/toolchain.md): a cell that differs is compiled once more in a fresh process, and must match there
+    differ = [(old, again) for old, new in differ
+              if (again := _cell_alone(new.kernel, new.arch)) != old or not same]
     assert len(now) == len(shipped["cells"]) and not differ, f"{len(differ)} cells differ, first {differ[:3]}; {FIX}"
+
+
+def _cell_alone(kernel: str, arch: str) -> support.Cell:
+    """One cell of the table compiled by a fresh Python process, into a compile cache of its own."""
+    code = ("import json, sys; from dataclasses import asdict; from gemmlab import support; "
+            "print(json.dumps(asdict(support.cells([(sys.argv[1], sys.argv[2])])[0])))")
+    with tempfile.TemporaryDirectory() as cache:
+        done = subprocess.run([sys.executable, "-c", code, kernel, arch], capture_output=True, text=True, check=True,
+                              env={**os.environ, "GEMMLAB_CACHE": cache})
+    return support.Cell(**json.loads(done.stdout.strip().splitlines()[-1]))
