@@ -10,13 +10,13 @@ import numpy as np
 from .plots import finish
 
 
-def thread_map(spec, owner, params, label: str = ""):
-    """The block's tile of C, coloured by warp; warp 0's lanes numbered, as `owner` (the kernel's
-    model, kernel_model.KernelModel.owner) gives them. Consecutive lanes side by side in a row of C
-    means their loads and stores touch consecutive addresses (row-major)."""
-    rows, cols = spec.tile(params)
+def thread_map(spec, params, owners: np.ndarray, label: str = ""):
+    """The block's tile of C, coloured by warp; warp 0's lanes numbered, `owners` giving the thread of each
+    element (lessons/models.owner_grid, from the kernel's model). Consecutive lanes side by side in a row
+    of C means their loads and stores touch consecutive addresses (row-major)."""
+    rows, cols = owners.shape
     show_r, show_c = min(rows, 32), min(cols, 32)
-    owner = np.array([[owner(params, r, c) for c in range(show_c)] for r in range(show_r)])
+    owner = owners[:show_r, :show_c]
     fig, ax = plt.subplots(figsize=(5.2, 5.2 * show_r / max(show_c, 1) + 0.6))
     ax.imshow(owner // 32 % 8, cmap="Pastel2", vmin=0, vmax=7)
     first = {}

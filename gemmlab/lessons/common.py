@@ -9,6 +9,7 @@ from .. import config_plots, exercises, pictures, plots, records, registry, roof
 from ..compile import CompileError, compile_kernel
 from ..spec import IllegalConfig, Problem
 from .display import beside_cells, beside_header, beside_note, markdown, table
+from .models import owner_grid
 
 
 def _listing(spec) -> str:
@@ -67,7 +68,8 @@ def show_inner_loop(name: str, arch: str = "sm_90", lines: int = 40, **params) -
 
 def show_thread_map(name: str, **params) -> None:
     spec = registry.get(name)
-    pictures.thread_map(spec, registry.model(spec).owner, spec.resolve(params), "drawn from the registry's model of the kernel's indexing")
+    full = spec.resolve(params)
+    pictures.thread_map(spec, full, owner_grid(spec, full), "drawn from the registry's model of the kernel's indexing")
 
 
 def show_prediction(name: str, size: int = 4096, **params) -> None:
