@@ -163,18 +163,25 @@ class Kernel:
     """A compiled kernel loaded into CuPy, callable on Operands."""
 
     def __init__(self, kernel: str | KernelSpec, params: Params | None = None, arch: str | None = None,
-                 fresh: bool = False, source=None):
+                 fresh: bool = False, source=None, prebuilt: bool = False):
         """fresh=True compiles and loads anew, bypassing both caches (to show what that costs);
-        `source`: a learner's file compiled under this kernel's spec (compile.compile_kernel)."""
+        `source`: a learner's file compiled under this kernel's spec (compile.compile_kernel);
+        `prebuilt`: a cubin gemmlab ships for this build may be taken (prebuilt.py), and one this
+        driver cannot load is compiled here instead."""
         cp = device.cupy()
         self.spec = kernel if isinstance(kernel, KernelSpec) else registry.get(kernel)
-        self.build = compiler.compile_kernel(self.spec, params, arch or device.facts().arch, use_cache=not fresh,
-                                             source=source)
+        arch = arch or device.facts().arch
+        self.build = compiler.compile_kernel(self.spec, params, arch, use_cache=not fresh, source=source,
+                                             prebuilt=prebuilt)
+        try:
+            self.function = self._load(self.build, fresh)
+        except cp.cuda.driver.CUDADriverError:
+            if not self.build.shipped:
+                raise
+            # a driver older than the compiler that built the shipped cubin: built by this machine's
+            self.build = compiler.compile_kernel(self.spec, params, arch, source=source)
+            self.function = self._load(self.build, fresh)
         self.params = self.build.params
-        key = str(self.build.cubin_path)
-        if key not in _modules or fresh:
-            _modules[key] = cp.RawModule(path=key)
-        self.function = _modules[key].get_function("sgemm")
         dyn = self.spec.dynamic_smem(self.params)
         if dyn > 48 * 1024:
             self.function.max_dynamic_shared_size_bytes = dyn
@@ -183,6 +190,16 @@ class Kernel:
         self.slots = device.facts().sm_count * self.build.occupancy.blocks_per_sm
         self._alignment = self.spec.pointer_alignment(self.params)
         self._grids: dict[tuple, tuple] = {}
+
+    @staticmethod
+    def _load(build, fresh: bool):
+        key = str(build.cubin_path)
+        if key not in _modules or fresh:
+            module = device.cupy().RawModule(path=key)
+            function = module.get_function("sgemm")      # loads the module: a cubin the driver refuses raises here
+            _modules[key] = module
+            return function
+        return _modules[key].get_function("sgemm")
 
     def _grid(self, p: Problem) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         """(grid, block) for a problem this kernel may run (its shape rules checked): worked out once per
@@ -213,6 +230,19 @@ class Kernel:
                       (i32(p.M), i32(p.N), i32(p.K), f32(p.alpha), A, i32(p.lda), B, i32(p.ldb),
                        f32(p.beta), C, i32(p.ldc)),
                       shared_mem=self.dynamic_smem)
+
+    def prepared(self, p: Problem) -> Callable:
+        """launch(A, B, C) for this problem, everything but the arrays worked out once (the grid, the
+        arguments' C types): for a caller that checked the arrays' pointers against pointer_alignment."""
+        grid, block = self._grid(p)
+        i32, f32 = np.int32, np.float32
+        m, n, k, alpha, lda, ldb, beta, ldc = (i32(p.M), i32(p.N), i32(p.K), f32(p.alpha), i32(p.lda), i32(p.ldb),
+                                               f32(p.beta), i32(p.ldc))
+        function, smem = self.function, self.dynamic_smem
+
+        def launch(A, B, C) -> None:
+            function(grid, block, (m, n, k, alpha, A, lda, B, ldb, beta, C, ldc), shared_mem=smem)
+        return launch
 
     def validate(self, problem: Problem, seed: int | None = None) -> Check:
         ops = Operands.random(problem, seed)

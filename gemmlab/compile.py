@@ -17,9 +17,10 @@ import struct
 import sys
 import threading
 from dataclasses import asdict, dataclass, field
+from lzma import LZMAError
 from pathlib import Path
 
-from . import arch as archs, cubin, files, identity, registry, sass, toolchain
+from . import arch as archs, cubin, files, identity, prebuilt as shipped_cubins, registry, sass, toolchain
 from .spec import KernelSpec, Params
 
 DEFAULT_ARCH = archs.DEFAULT
@@ -126,6 +127,7 @@ class Build:
     resources: Resources
     compiler: str
     cached: bool
+    shipped: bool = False      # unpacked from gemmlab's shipped cubins (prebuilt.py), not compiled here
 
     @property
     def spec(self) -> KernelSpec:
@@ -196,7 +198,7 @@ def _read_entry(cubin_path: Path, log_path: Path, res_path: Path) -> tuple[str, 
         return None
 
 
-def _options(params: Params, arch: str) -> list[str]:
+def nvrtc_options(params: Params, arch: str) -> list[str]:
     archs.get(arch)   # UnknownArch for a name that is not an architecture gemmlab has limits for
     return [f"-arch={arch}", *BASE_OPTIONS, *(f"-D{k}={v}" for k, v in sorted(params.items()))]
 
@@ -242,10 +244,12 @@ def _nvrtc_compile(source: bytes, name: str, options: list[str],
 
 
 def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch: str = DEFAULT_ARCH,
-                   use_cache: bool = True, source: Path | None = None) -> Build:
+                   use_cache: bool = True, source: Path | None = None, prebuilt: bool = False) -> Build:
     """Check the rules, then compile (or fetch from the cache). Raises IllegalConfig before
     compiling, CompileError with file and line when NVRTC refuses the source. `source`: another
-    file to compile under this kernel's spec (a learner's version of it); errors name that file."""
+    file to compile under this kernel's spec (a learner's version of it); errors name that file.
+    `prebuilt`: a cubin gemmlab ships for exactly this source and these options (prebuilt.py) is
+    taken, with no compile and without loading NVRTC (what gemmlab.matmul asks for)."""
     spec = kernel if isinstance(kernel, KernelSpec) else registry.get(kernel)
     full = spec.resolve(params)
     spec.check_arch(full, archs.get(arch))   # what this architecture cannot hold, refused by rule
@@ -256,14 +260,31 @@ def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch:
     # of exactly what the key below holds, whatever folder a search would have looked in first.
     included = identity.headers(text.decode(errors="replace"), spec.path.parent)
     headers = {name: path.read_bytes() for name, path in included.items()}
-    options = _options(full, arch)
-    compiler = toolchain.nvrtc_build()
+    options = nvrtc_options(full, arch)
+    shipped = None
+    if prebuilt and use_cache and source is None:
+        shipped_key = shipped_cubins.source_key(text, headers, options)
+        shipped = shipped_cubins.find(spec.name, arch, shipped_key)
+    compiler = shipped["nvrtc"] if shipped else toolchain.nvrtc_build()
     # The key: what decides the cubin, so two checkouts of the same sources share cache entries.
     key = hashlib.sha256(json.dumps([text.hex(), {n: h.hex() for n, h in headers.items()}, options, compiler])
                          .encode()).hexdigest()[:24]
     entry = cache_dir() / f"{spec.name}-{arch}-{key}"
     cubin_path, log_path, res_path = (entry.with_suffix(s) for s in (".cubin", ".log", ".json"))
     found = _read_entry(cubin_path, log_path, res_path) if use_cache else None
+    if not found and shipped:
+        # unpacked into the cache like a compile's output (the resources last), under its compiler's key
+        try:
+            image = shipped_cubins.cubin_of(shipped_cubins.entry_name(spec.name, arch, shipped_key))
+        except (OSError, LZMAError):
+            image = None
+        if image is not None:
+            files.write_atomic(cubin_path, image)
+            files.write_atomic(log_path, shipped["log"])
+            files.write_atomic(res_path, json.dumps(shipped["resources"]))
+            found = _read_entry(cubin_path, log_path, res_path)
+        if not found:                  # a damaged shipped entry: compiled here, as any other build
+            return compile_kernel(spec, full, arch, use_cache, source, prebuilt=False)
     if found:
         log, resources = found
     else:
@@ -278,7 +299,7 @@ def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch:
         frame = cubin.resources(image)["stack_frame"]
         resources = Resources.of(image, sass.opcodes(cubin_path) if frame else [])
         files.write_atomic(res_path, json.dumps(asdict(resources)))
-    return Build(spec.name, full, arch, cubin_path, log, resources, compiler, found is not None)
+    return Build(spec.name, full, arch, cubin_path, log, resources, compiler, found is not None, shipped is not None)
 
 
 def _warm(job: tuple[str, dict | None, str]) -> None:

@@ -126,6 +126,35 @@ def test_300_random_shapes_with_alpha_beta_and_padded_rows():
                            f"{dispatch.plan(M, N, K, lda, ldb, ldc).label}")
 
 
+@pytest.mark.gpu
+def test_a_repeated_call_takes_its_prepared_launch_and_stays_right(monkeypatch):
+    """The second call of a signature skips the checks and the plan (library._prepared); each change that
+    decides the plan or the launch (alpha, beta, a misaligned pointer, C given or not, another shape) is a
+    signature of its own, and a call that copies an operand is never prepared (it warns every time)."""
+    cp = device.cupy()
+    monkeypatch.setattr(library, "_prepared", {})
+    rng = cp.random.default_rng(5)
+    wide = rng.uniform(-1, 1, (300, 517), dtype=cp.float32)
+    B = rng.uniform(-1, 1, (512, 260), dtype=cp.float32)
+    C = rng.uniform(-1, 1, (300, 260), dtype=cp.float32)
+    for round_ in range(2):
+        for A in (wide[:, :512], wide[:, 1:513]):          # rows 16-byte aligned, then not
+            for alpha, beta in ((1.0, 0.0), (-0.5, 0.75)):
+                C0 = C.copy()
+                assert library.matmul(A, B, out=C, alpha=alpha, beta=beta) is C
+                _assert_right(cp, C, A, B, C0 if beta else None, alpha, beta,
+                              what=f"round {round_}, A at +{A.data.ptr % 16} bytes, alpha {alpha}, beta {beta}")
+            _assert_right(cp, library.matmul(A, B), A, B, what=f"round {round_}, a new C")
+        assert len(library._prepared) == 6
+    with pytest.warns(library.LayoutCopy):
+        library.matmul(B.T[:, :300], B[:300, :])         # B^T is a transposed view, the other one is not
+    with pytest.warns(library.LayoutCopy):
+        library.matmul(B.T[:, :300], B[:300, :])
+    assert len(library._prepared) == 6
+    with pytest.raises(ValueError, match="A's columns must equal B's rows"):
+        library.matmul(B, B)
+
+
 def test_a_call_just_past_whole_tiles_is_peeled_and_b_copied_into_16_byte_rows():
     """2049^3 on the record's model: 2048 x 2048 of whole tiles, the row and column past them each by a
     plan of its own, and B first copied into rows of 2052 floats; the plan says so, and prices all of it."""

@@ -70,14 +70,14 @@ def _time(options: list) -> list[float]:
     """Each option's median time (ms) at its problem, interleaved, the L2 flushed before each launch."""
     problem = options[0].launch.problem
     ops = bench.Operands.random(problem)
-    kernels = [bench.Kernel(o.launch.spec, o.launch.params) for o in options]
+    kernels = [bench.Kernel(o.launch.spec, o.launch.params, prebuilt=True) for o in options]
     timings = bench.time_interleaved([lambda k=k: k(ops) for k in kernels], budget_s=0.3)
     return [t.median_ms for t in timings]
 
 
 def _right(option) -> bool:
     ops = bench.Operands.random(option.launch.problem)
-    bench.Kernel(option.launch.spec, option.launch.params)(ops)
+    bench.Kernel(option.launch.spec, option.launch.params, prebuilt=True)(ops)
     return bench.check(ops).ok
 
 
