@@ -360,8 +360,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profiles", action="store_true",
                    help="re-profile every kernel (or those named) with Nsight Compute")
     p.add_argument("--memory", action="store_true", help="re-measure the memory latencies and bandwidths")
-    p.add_argument("--matmul-training", action="store_true",
+    p.add_argument("--matmul-training", action="store_const", const=True, default=False,
                    help="time the plan's best few options at its training shapes (then `fit` refits the model)")
+    p.add_argument("--matmul-training-new", action="store_const", const="new", dest="matmul_training",
+                   help="the same, at the training shapes no earlier round has timed")
     p.add_argument("--matmul-refresh", action="store_true",
                    help="time anew the training launches of kernels whose code changed since (then `fit`)")
     p.add_argument("--matmul", action="store_true", help="gemmlab.matmul against cuBLAS over issue 17's shape suite")

@@ -166,7 +166,7 @@ def _runs(spec, cfg: dict, shape) -> bool:
 
 def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_dir: Path | None = None,
            progress: bool = True, ladder: bool = False, final: bool = False, profiles: bool = False,
-           memory: bool = False, matmul: bool = False, matmul_training: bool = False,
+           memory: bool = False, matmul: bool = False, matmul_training: bool | str = False,
            matmul_refresh: bool = False) -> Path:
     """Measure and write a record for this GPU. Every result was validated first (bench.bench
     raises on a wrong answer, and a failing configuration aborts the record).
@@ -175,7 +175,7 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
     in the record), `final` the per-shape search and table, `profiles` every kernel's Nsight
     Compute counters and profiles and the memory probes (with kernels: only theirs, and no
     probes), `memory` the memory probes alone, `matmul_training` the plan's training shapes (refit
-    with `python -m gemmlab fit` after it), `matmul_refresh` the training timings of kernels whose code
+    with `python -m gemmlab fit` after it; "new": only those no round has timed yet), `matmul_refresh` the training timings of kernels whose code
     has changed since (the same launches, timed anew), `matmul` gemmlab.matmul against cuBLAS over
     issue 17's suite and the heatmap's grid (before and after dispatch). What the record holds of
     kernels that no longer exist is dropped."""
@@ -224,7 +224,11 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
             training.save_rows(path, trained)
         bar.close()
     if matmul_training:                        # the plan's best few options where it chooses (its own model's)
-        new = dated(training.measure_training(training.DISPATCH_TRAINING_SHAPES, training.DISPATCH_TRIES, progress))
+        shapes = training.DISPATCH_TRAINING_SHAPES
+        if matmul_training == "new":           # only the shapes no round has timed yet
+            timed = {records.shape_key(r) for r in training.rows_of(records.Record(path, data))}
+            shapes = tuple(s for s in shapes if tuple(s) not in timed)
+        new = dated(training.measure_training(shapes, training.DISPATCH_TRIES, progress))
         # added to the earlier rounds' rows (a new timing of the same launch replaces the old): what an
         # earlier model chose and the GPU disproved stays in the fit, so a refit cannot choose it again
         training.save_rows(path, _merged(training.rows_of(records.Record(path, data)), new))
