@@ -133,9 +133,64 @@ def _short_side_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, 
     return tuple(shapes)
 
 
+def _prime(n: int) -> int:
+    """The smallest prime at least n."""
+    while n < 2 or any(n % d == 0 for d in range(2, int(n ** 0.5) + 1)):
+        n += 1
+    return n
+
+
+def _class_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
+    """Shapes drawn from issue 33's classes in turn, by a seeded draw, none of them in either suite: a few
+    rows or columns (1-64) against a large K; K of 32 or less; M or N not a multiple of 4; all three sizes
+    prime; a short side of 16-256 against a long one of 8192-131072 with K of 16-256. Where the plan must
+    choose between kernels none of the other draws put side by side."""
+    import random
+    rng = random.Random(seed)
+    suites = set(MATMUL_SUITE) | {s for group in CLASS_SUITE.values() for s in group}
+
+    def log(lo: int, hi: int) -> int:
+        return round(2 ** rng.uniform(lo, hi))
+
+    draws = (
+        lambda: (log(0, 6), log(10, 15), log(10, 14)),            # few rows (below: transposed, few columns)
+        lambda: (log(9, 14), log(9, 14), log(0, 5)),              # K of 32 or less
+        lambda: (log(6, 13) | 1, log(6, 13) | 2, log(6, 13)),     # M odd, N even but not a multiple of 4
+        lambda: (_prime(log(7, 13)), _prime(log(7, 13)), _prime(log(7, 13))),
+        lambda: (log(4, 8), log(13, 17), log(4, 8)),              # short and wide, small K (below: tall and thin)
+    )
+    shapes, i = [], 0
+    while len(shapes) < count:
+        M, N, K = draws[i % len(draws)]()
+        if i % 2 and i % len(draws) in (0, 4):
+            M, N = N, M
+        i += 1
+        if (M, N, K) not in suites and (M, N, K) not in shapes and M * N * K <= 2 ** 38:
+            shapes.append((M, N, K))
+    return tuple(shapes)
+
+
+def _small_k_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
+    """K of 1 to 32 against M and N of 512 to 16384 that are multiples of 8, as real layers' are (the class
+    draws above give M and N any value: there B's and C's rows are not 16-byte multiples as well, a slower
+    case of its own), by a seeded draw, none of them in either suite."""
+    import random
+    rng = random.Random(seed)
+    suites = set(MATMUL_SUITE) | {s for group in CLASS_SUITE.values() for s in group}
+    shapes = []
+    while len(shapes) < count:
+        M, N = (max(8, round(2 ** rng.uniform(9, 14) / 8) * 8) for _ in range(2))
+        shape = (M, N, max(1, round(2 ** rng.uniform(0, 5))))
+        if shape not in suites and shape not in shapes:
+            shapes.append(shape)
+    return tuple(shapes)
+
+
 # Where `record --matmul` times the plan's best few options (DISPATCH_TRIES of them) for the fit.
+CLASS_TRAINING_SHAPES = _class_training_shapes(50, seed=33) + _small_k_training_shapes(20, seed=35)
 DISPATCH_TRAINING_SHAPES = (_training_shapes(48, seed=17) + _skinny_training_shapes(32, seed=12)
-                            + _aligned_training_shapes(24, seed=23) + _short_side_training_shapes(16, seed=29))
+                            + _aligned_training_shapes(24, seed=23) + _short_side_training_shapes(16, seed=29)
+                            + CLASS_TRAINING_SHAPES)
 DISPATCH_TRIES = 4
 # The grid of the final chapter's heatmap of gemmlab.matmul against cuBLAS (`record --matmul`): M and N
 # over these sizes, at each of these K; before dispatch (the final kernel at its defaults) and after.
