@@ -27,7 +27,7 @@ from ..launch import Launch, launch_with
 from ..launch import ridge as ridge_of
 from ..spec import INT_MAX, IllegalConfig, KernelSpec, Problem, UnsupportedShape, split_time
 from .time_model import (STREAMING_REACH, Model, NotFitted, blocks_per_sm, config_key, features, model,
-                         split_variants, unsplit, waves, whole_tile_checked)
+                         split_variants, unsplit, waves)
 
 # No configuration is predicted faster than this much over the best rate (FLOP/s) it reached in the
 # record: per-candidate fits of two costs extrapolate badly from small shapes to large ones. 1: never
@@ -241,9 +241,8 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> t
                 refused.setdefault(spec.name, str(exc))
                 continue
             w, steps, lone, chained, checked, rest = features(spec, params, problem, dev["sm_count"], per_sm)
-            ragged = m.ragged_by_kernel.get(spec.name, m.ragged)
-            tile_us = (cand.per_tile_us * (1 + ragged * whole_tile_checked(spec, params, problem, checked))
-                       + cand.per_step_us * steps * (1 + ragged * checked)) * scale
+            tile_us = (cand.per_tile_us + cand.per_step_us * steps) * scale * \
+                (1 + m.ragged_by_kernel.get(spec.name, m.ragged) * checked)
             fixed = m.launch_us + (m.chain_us if cand.chain_us is None else cand.chain_us) * chained
             alone = m.alone if cand.alone is None else cand.alone
             compute_us = fixed + float(waves(w, lone, rest, alone, per_sm)) * tile_us

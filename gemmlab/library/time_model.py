@@ -3,8 +3,7 @@ launch's features, and the constants fitted to the record, frozen in gemmlab/fit
 configuration c of a kernel:
 
     compute time = launch + chain x pieces
-                   + rounds x (per_tile_c x (1 + ragged_kernel x whole tiles checked)
-                               + per_step_c x K steps x (1 + ragged_kernel x checked))
+                   + rounds x (per_tile_c + per_step_c x K steps) x (1 + ragged_kernel x checked)
     memory time  = launch + operand bytes / DRAM bandwidth        (the roofline's other side)
     time         = the larger of the two, and of FLOPs over the best rate c reached in the record
 
@@ -22,9 +21,7 @@ configuration c of a kernel:
   another (`pieces` is 0 where nothing is split); `checked` is the share of tiles on a kernel's slow copy path
   (launch.Launch.fast_tiles), but no less than one of the busiest SM's blocks where any tile takes it
   (in a launch of one round, one slow tile sets the time), and `ragged_kernel` how much longer such a
-  tile takes, fitted per copy path (kernels that share one share it). A tile on that path only because K
-  is not a whole number of K tiles is slower in its K steps alone (`whole_tile_checked`): its stores of C
-  are not, where B's and C's rows that are not 16-byte multiples slow all of it.
+  tile takes, fitted per copy path (kernels that share one share it).
 
 `launch`, `alone`, `chain`, `ragged`, `per_tile` and `per_step` are fitted, by least squares on
 relative error, to the record's autotuner data: every configuration the chapters' sliders offer,
@@ -150,19 +147,6 @@ def features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
     # tile, one load after another: a chain of k_split pieces that ends the launch
     gathered = spec.k_split(params, problem)
     return float(rounds), steps, False, gathered if gathered > 1 else 0, checked, last / blocks_per_sm
-
-
-def whole_tile_checked(spec: KernelSpec, params: Params, problem: Problem, checked: float) -> float:
-    """Of features' `checked` share, the part whose whole tile is slower: the tiles still on the checked copy
-    path with K rounded up to whole K tiles. A tile checked only for K's remainder is slower in its K steps'
-    copies alone; its stores of C are not, and at a K of one or two steps they are most of its time."""
-    if not checked:
-        return 0.0
-    code, tiles, k_tile = registry.model(spec), spec.tiles(params, problem), spec.k_tile(params)
-    whole_k = -(-problem.K // k_tile) * k_tile
-    rounded = Problem(problem.M, problem.N, whole_k, max(problem.lda, whole_k), problem.ldb, problem.ldc)
-    raw, still = (1 - code.fast_tiles(params, p) / tiles for p in (problem, rounded))
-    return checked * still / raw if raw else checked
 
 
 def waves(w, lone, rest, alone, per_sm: int):

@@ -13,7 +13,7 @@ from .. import files, records, registry
 from . import training
 from ..compile import compile_kernel, precompile
 from ..library.time_model import (STREAMING_REACH, blocks_per_sm, config_key, copy_path, features, fitted_path,
-                                  pieces_of, split_variants, unsplit, waves, whole_tile_checked)
+                                  pieces_of, split_variants, unsplit, waves)
 from ..launch import ridge as ridge_of
 from ..spec import Problem
 
@@ -62,17 +62,17 @@ def candidate_configs(rows: list[dict]) -> list[tuple[str, dict]]:
     return [keep[k] for k in sorted(keep)]
 
 
-def _fit_one(per_tile: np.ndarray, per_step: np.ndarray, us: np.ndarray,
+def _fit_one(waves: np.ndarray, steps: np.ndarray, us: np.ndarray,
              launch_us: np.ndarray | float) -> tuple[float, float, float]:
-    """(a, b, squared relative error) minimising sum ((launch + a x + b y) / t - 1)^2 with a, b >= 0, where
-    x and y are what the per-tile and the per-step costs multiply (CandidateRows.regressors; `launch` per
-    row: the launch, and a split's chain where there is one)."""
-    return _solve(_gram(per_tile, per_step, us), us, launch_us)
+    """(a, b, squared relative error) minimising sum ((launch + w (a + b k)) / t - 1)^2 with a, b >= 0
+    (w and k as features gives them; `launch` per row: the launch, and a split's chain where there is
+    one)."""
+    return _solve(_gram(waves, steps, us), us, launch_us)
 
 
-def _gram(per_tile: np.ndarray, per_step: np.ndarray, us: np.ndarray) -> tuple:
+def _gram(waves: np.ndarray, steps: np.ndarray, us: np.ndarray) -> tuple:
     """The half of _fit_one's least squares that the launch does not change (a grid over the launch reuses it)."""
-    u, v = per_tile / us, per_step / us
+    u, v = waves / us, waves * steps / us
     return u, v, u @ u, u @ v, v @ v
 
 
@@ -102,20 +102,17 @@ class CandidateRows:
     rest: np.ndarray
     us: np.ndarray
     per_sm: int
-    whole: np.ndarray          # of `checked`, the share whose whole tile is slower (time_model.whole_tile_checked)
     grams: dict = field(default_factory=dict, compare=False, repr=False)   # (alone, ragged) -> _gram's
 
-    def regressors(self, alone: float, ragged: float) -> tuple[np.ndarray, np.ndarray]:
-        """What per_tile and per_step multiply: rounds times each tile's slow share, and times its K steps'."""
-        w = waves(self.w, self.lone, self.rest, alone, self.per_sm)
-        return w * (1 + ragged * self.whole), w * self.k * (1 + ragged * self.checked)
+    def model_waves(self, alone: float, ragged: float) -> np.ndarray:
+        return waves(self.w, self.lone, self.rest, alone, self.per_sm) * (1 + ragged * self.checked)
 
     def error(self, launch_us: float, alone: float, chain_us: float, ragged: float) -> float:
         """The squared relative error of the best per-tile and per-step costs for these constants (the
         same numbers _fit_one gives: its launch-free half is kept per alone and ragged)."""
         key = (alone, ragged)
         if key not in self.grams:
-            self.grams[key] = _gram(*self.regressors(alone, ragged), self.us)
+            self.grams[key] = _gram(self.model_waves(alone, ragged), self.k, self.us)
         return _solve(self.grams[key], self.us, launch_us + chain_us * self.pieces)[2]
 
 
@@ -148,11 +145,9 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
         per_sm = blocks_per_sm(spec, params, regs, smem, arch)
         mine = [r for r in rows if r["kernel"] == kernel and unsplit(spec, r["params"]) == params]
         best_rates.append(max(Problem(*records.shape_key(r)).flops / (r["ms"] * 1e9) for r in mine))
-        problems = [Problem(*records.shape_key(r)) for r in mine]
-        feats = [features(spec, r["params"], p, dev["sm_count"], per_sm) for r, p in zip(mine, problems)]
+        feats = [features(spec, r["params"], Problem(*records.shape_key(r)), dev["sm_count"], per_sm) for r in mine]
         columns = [np.array([f[i] for f in feats], dtype=float if i in (1, 3) else None) for i in range(6)]
-        whole = np.array([whole_tile_checked(spec, r["params"], p, f[4]) for r, p, f in zip(mine, problems, feats)])
-        data.append(CandidateRows(*columns, np.array([r["ms"] * 1e3 for r in mine]), per_sm, whole))
+        data.append(CandidateRows(*columns, np.array([r["ms"] * 1e3 for r in mine]), per_sm))
 
     def total(launch_us: float, alone: float, chain_us: float, ragged: float, of=data) -> float:
         return sum(d.error(launch_us, alone, chain_us, ragged) for d in of)
@@ -202,9 +197,9 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
             own, own_chain = _best(((x, c) for x in alones for c in chains),
                                    lambda g: d.error(launch, g[0], g[1], ragged_k))
         fixed = launch + own_chain * d.pieces
-        per_tile, per_step = d.regressors(own, ragged_k)
-        a, b, _ = _fit_one(per_tile, per_step, d.us, fixed)
-        rel = (fixed + a * per_tile + b * per_step) / d.us - 1
+        w = d.model_waves(own, ragged_k)
+        a, b, _ = _fit_one(w, d.k, d.us, fixed)
+        rel = (fixed + w * (a + b * d.k)) / d.us - 1
         errors += list(rel)
         regs, smem = resources[config_key(kernel, params)]
         candidates.append({"kernel": kernel, "params": params, "registers": regs, "static_smem": smem,
