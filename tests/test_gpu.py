@@ -164,3 +164,15 @@ def test_fuzz_random_shapes_give_no_wrong_answer(name):
         right += 1
     print(f"fuzz {name}: {right} right, {refused} refused by a rule, 0 wrong of {FUZZ_SHAPES}")
     assert right >= FUZZ_SHAPES // 10, "most shapes must run, not be refused"
+
+
+@pytest.mark.gpu
+def test_interleaved_timing_moves_each_launch_through_every_place():
+    """No launch always runs right after the same other one (the clocks then favour or cost it a place):
+    each round starts one further along, so over len(fns) rounds each launch takes every place once."""
+    calls = []
+    fns = [lambda i=i: calls.append(i) for i in range(3)]
+    timings = bench.time_interleaved(fns, reps=6, warmup=0, flush=False)
+    assert len(timings) == 3 and all(t.reps == 6 for t in timings)
+    rounds = [calls[r * 3:(r + 1) * 3] for r in range(6)]
+    assert rounds[:3] == [[0, 1, 2], [1, 2, 0], [2, 0, 1]] and rounds[3:] == rounds[:3]
