@@ -172,7 +172,8 @@ def test_interleaved_timing_moves_each_launch_through_every_place():
     each round starts one further along, so over len(fns) rounds each launch takes every place once."""
     calls = []
     fns = [lambda i=i: calls.append(i) for i in range(3)]
-    timings = bench.time_interleaved(fns, reps=6, warmup=0, flush=False)
+    timings = bench.time_interleaved(fns, reps=6, warmup=1, flush=False)
     assert len(timings) == 3 and all(t.reps == 6 for t in timings)
-    rounds = [calls[r * 3:(r + 1) * 3] for r in range(6)]
+    assert calls[:3] == [0, 1, 2]                         # the warm-up, one each
+    rounds = [calls[3 + r * 3:3 + (r + 1) * 3] for r in range(6)]
     assert rounds[:3] == [[0, 1, 2], [1, 2, 0], [2, 0, 1]] and rounds[3:] == rounds[:3]
