@@ -175,8 +175,8 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
     in the record), `final` the per-shape search and table, `profiles` every kernel's Nsight
     Compute counters and profiles and the memory probes (with kernels: only theirs, and no
     probes), `memory` the memory probes alone, `matmul_training` the plan's training shapes (refit
-    with `python -m gemmlab fit` after it; "new": only those no round has timed yet), `matmul_refresh` the training timings of kernels whose code
-    has changed since (the same launches, timed anew), `matmul` gemmlab.matmul against cuBLAS over
+    with `python -m gemmlab fit` after it; "new": only those no round has timed yet), `matmul_refresh` the
+    training timings of kernels whose code has changed since (the same launches, timed anew), `matmul` gemmlab.matmul against cuBLAS over
     issue 17's suite and the heatmap's grid (before and after dispatch). What the record holds of
     kernels that no longer exist is dropped."""
     facts = device.facts()

@@ -2,12 +2,13 @@
 them in gemmlab/cubins/ (prebuilt.py says why and how they are found). No GPU needed: NVRTC compiles
 for an explicit architecture.
 
-    python -m gemmlab.research.prebuild            write gemmlab/cubins/ anew
+    python -m gemmlab.research.prebuild            compile the picks not shipped yet, drop those no pick needs
     python -m gemmlab.research.prebuild --check    exit 1, naming them, where shipped entries are stale
 
 The picks are taken over the shapes the plan is judged on (training.CLASS_SUITE and MATMUL_SUITE), the
-powers of two from 1 to 16384 in each dimension, and seeded draws of every size from 1 to 16384: every
-configuration any of their plans launches (the peeled parts' too).
+powers of two from 1 to 16384 in each dimension, and 3,000 seeded draws of sizes from 1 to 16384 (a third
+of them multiples of 8, a third of 128): every configuration any of their plans launches (the peeled parts'
+too).
 """
 from __future__ import annotations
 
@@ -74,7 +75,8 @@ def _name(spec, params: dict, arch: str) -> str:
     """The shipped entry's name for this build of the current sources (compile_kernel's lookup)."""
     text = spec.path.read_bytes()
     headers = {n: p.read_bytes() for n, p in identity.headers(text.decode(), spec.path.parent).items()}
-    return prebuilt.entry_name(spec.name, arch, prebuilt.source_key(text, headers, compiler.nvrtc_options(params, arch)))
+    key = prebuilt.source_key(text, headers, compiler.nvrtc_options(params, arch))
+    return prebuilt.entry_name(spec.name, arch, key)
 
 
 def stale() -> list[str]:
