@@ -138,7 +138,7 @@ class Plan:
             waves += (f"; the last {ch.split_tiles:,} tiles are split in {ch.pieces} along K "
                       f"({ch.tiles / ch.slots / whole:.0%} busy without the split)")
         k_tile = ch.spec.k_tile(ch.params)
-        k_block = (f"K per block: {ch.k_steps} steps of {k_tile}" +
+        k_block = (f"K per block: {ch.k_steps} step{'s' if ch.k_steps != 1 else ''} of {k_tile}" +
                    (f", about {-(-ch.k_steps // ch.pieces)} for each piece of a split tile" if ch.split_tiles else
                     f", {ch.piece_steps} for each of a tile's {ch.k_split} pieces" if ch.k_split > 1 else ""))
         aligned = p.lda % 4 == 0 and p.ldb % 4 == 0 and p.ldc % 4 == 0

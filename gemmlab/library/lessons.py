@@ -105,7 +105,7 @@ def show_matmul_suite() -> None:
     if rec is None:
         return
     rows = rec.data["matmul_suite"]
-    markdown(f"```\n{library.suite_table(rows)}\n```\n\nMeasured on {rec.device['name']}, {rows[0]['date']}: "
+    markdown(f"{_suite_markdown(rows)}\n\nMeasured on {rec.device['name']}, {rows[0]['date']}: "
              f"each shape validated against a float64 product first, then timed interleaved with cuBLAS FP32 in "
              f"the same run, the L2 flushed before every launch, {rows[0]['reps']} runs each (ratio: cuBLAS's time "
              f"over gemmlab.matmul's, above 1 is faster; spread: the timings' interquartile range over their "
@@ -115,6 +115,40 @@ def show_matmul_suite() -> None:
     heat = rec.data.get("matmul_heatmap")
     if heat:
         plots.dispatch_heatmaps(heat, heat[0]["kernel"], f"measured on {rec.device['name']}, {heat[0]['date']}")
+
+
+def _suite_markdown(rows: list[dict]) -> str:
+    """library.suite_table's rows and summary as a Markdown table, which wraps in a narrow window where the
+    fixed-width text broke its lines mid-number."""
+    import numpy as np
+    body = []
+    for r in rows:
+        reshaped = "".join(mark for mark, key in ((" +edges", "peeled"), (" +copyB", "staged")) if r.get(key))
+        changes = " ".join(f"{k}={v}" for k, v in r["params"].items())
+        body.append(["x".join(str(r[d]) for d in "MNK"), f"{r['plan_kernel']}{reshaped} {changes}",
+                     f"{r['gflops'] / 1e3:.2f}", f"{r['cublas_gflops'] / 1e3:.2f}", f"{r['ratio']:.3f}",
+                     f"{r['spread']:.1%}"])
+    ratios = np.array([r["ratio"] for r in rows])
+    low = rows[int(ratios.argmin())]
+    notes = [f"geometric mean of the ratios {np.exp(np.log(ratios).mean()):.3f}, smallest {ratios.min():.3f} "
+             f"({'x'.join(str(low[d]) for d in 'MNK')}), {len(rows)} shapes"]
+    notes += [f"{name}: {len(group)} shapes, ratios {min(r['ratio'] for r in group):.3f} to "
+              f"{max(r['ratio'] for r in group):.3f}" for name, group in library.suite_groups(rows).items() if group]
+    under = [r for r in rows if r["ratio"] < 0.9]
+    notes.append("under 0.9: " + (", ".join("x".join(str(r[d]) for d in "MNK") for r in under) or "none"))
+    return (table(["M x N x K", "plan", "TFLOP/s", "cuBLAS", "ratio", "spread"], body) + "\n\n"
+            + "\n".join(f"- {n}" for n in notes))
+
+
+def _plan_markdown(text: str) -> str:
+    """A plan's text (Plan.__str__) as Markdown: its first line bold, its reasons a list, so that a narrow
+    output wraps between words."""
+    lines = text.splitlines()
+    out = [f"**{lines[0]}**", ""]
+    for line in lines[1:]:
+        line = line.strip()
+        out.append(line if line.startswith("- ") else f"\n{line}\n")
+    return "\n".join(out)
 
 
 def show_plan_explorer(M: int = 3000, N: int = 3000, K: int = 3000):
@@ -127,7 +161,7 @@ def show_plan_explorer(M: int = 3000, N: int = 3000, K: int = 3000):
         out.clear_output(wait=True)
         with out:
             try:
-                print(dispatch.plan(*(b.value for b in boxes.values())))
+                markdown(_plan_markdown(str(dispatch.plan(*(b.value for b in boxes.values())))))
             except (BadProblem, time_model.NotFitted) as exc:
                 print(f"no plan: {exc}")
 
