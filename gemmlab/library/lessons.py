@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ipywidgets as w
 
-from .. import library, records
+from .. import library, records, registry
 from ..lessons.display import friendly, markdown, table
 from ..lessons import your_turn
 from ..spec import BadProblem
@@ -121,11 +121,11 @@ def _suite_markdown(rows: list[dict]) -> str:
     """library.suite_table's rows and summary as a Markdown table, which wraps in a narrow window where the
     fixed-width text broke its lines mid-number."""
     import numpy as np
-    body = []
+    body = []                   # each plan as its changes against its kernel's defaults, as chapter 14's tables
     for r in rows:
         reshaped = "".join(mark for mark, key in ((" +edges", "peeled"), (" +copyB", "staged")) if r.get(key))
-        changes = " ".join(f"{k}={v}" for k, v in r["params"].items())
-        body.append(["x".join(str(r[d]) for d in "MNK"), f"{r['plan_kernel']}{reshaped} {changes}",
+        changes = registry.get(r["plan_kernel"]).changes_label(r["params"]) or "defaults"
+        body.append(["x".join(str(r[d]) for d in "MNK"), f"{r['plan_kernel']}{reshaped} ({changes})",
                      f"{r['gflops'] / 1e3:.2f}", f"{r['cublas_gflops'] / 1e3:.2f}", f"{r['ratio']:.3f}",
                      f"{r['spread']:.1%}"])
     ratios = np.array([r["ratio"] for r in rows])
