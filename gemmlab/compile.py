@@ -370,3 +370,10 @@ def _stop(pool) -> None:
     for process in processes:
         with contextlib.suppress(Exception):
             process.join(5)
+    # Python 3.10's exit handler wakes every pool's manager thread through a pipe the thread closed as it
+    # ended, and prints an OSError traceback after our one line; a thread no pool refers to is out of its list
+    manager = getattr(pool, "_executor_manager_thread", None)
+    if manager is not None:
+        manager.join(5)
+        if not manager.is_alive():
+            pool._executor_manager_thread = None
