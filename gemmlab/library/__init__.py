@@ -270,16 +270,22 @@ def suite_table(rows: list[dict]) -> str:
         changes = f"{r['plan_kernel']}{reshaped} " + " ".join(f"{k}={v}" for k, v in r["params"].items())
         lines.append(f"{'x'.join(str(r[d]) for d in 'MNK'):<18} {changes[:64]:<64} {r['gflops'] / 1e3:>8.2f} "
                      f"{r['cublas_gflops'] / 1e3:>8.2f} {r['ratio']:>6.3f} {r['spread']:>7.1%}")
+    return "\n".join(lines + suite_summary(rows))
+
+
+def suite_summary(rows: list[dict]) -> list[str]:
+    """The suite's summary lines: the geometric mean of the ratios and the smallest, each group's range, the
+    shapes under 0.9."""
     ratios = np.array([r["ratio"] for r in rows])
-    lines.append(f"geometric mean of the ratios {np.exp(np.log(ratios).mean()):.3f}, smallest {ratios.min():.3f} "
-                 f"({'x'.join(str(rows[int(ratios.argmin())][d]) for d in 'MNK')}), {len(rows)} shapes")
+    lines = [f"geometric mean of the ratios {np.exp(np.log(ratios).mean()):.3f}, smallest {ratios.min():.3f} "
+             f"({'x'.join(str(rows[int(ratios.argmin())][d]) for d in 'MNK')}), {len(rows)} shapes"]
     for name, group in suite_groups(rows).items():
         if group:
             low, high = min(r["ratio"] for r in group), max(r["ratio"] for r in group)
             lines.append(f"{name}: {len(group)} shapes, ratios {low:.3f} to {high:.3f}")
     under = [r for r in rows if r["ratio"] < 0.9]
     lines.append("under 0.9: " + (", ".join("x".join(str(r[d]) for d in "MNK") for r in under) or "none"))
-    return "\n".join(lines)
+    return lines
 
 
 # A large product: at least as many FLOPs as 3072^3, every size a multiple of 8.

@@ -120,7 +120,6 @@ def show_matmul_suite() -> None:
 def _suite_markdown(rows: list[dict]) -> str:
     """library.suite_table's rows and summary as a Markdown table, which wraps in a narrow window where the
     fixed-width text broke its lines mid-number."""
-    import numpy as np
     body = []                   # each plan as its changes against its kernel's defaults, as chapter 14's tables
     for r in rows:
         reshaped = "".join(mark for mark, key in ((" +edges", "peeled"), (" +copyB", "staged")) if r.get(key))
@@ -128,16 +127,8 @@ def _suite_markdown(rows: list[dict]) -> str:
         body.append(["x".join(str(r[d]) for d in "MNK"), f"{r['plan_kernel']}{reshaped} ({changes})",
                      f"{r['gflops'] / 1e3:.2f}", f"{r['cublas_gflops'] / 1e3:.2f}", f"{r['ratio']:.3f}",
                      f"{r['spread']:.1%}"])
-    ratios = np.array([r["ratio"] for r in rows])
-    low = rows[int(ratios.argmin())]
-    notes = [f"geometric mean of the ratios {np.exp(np.log(ratios).mean()):.3f}, smallest {ratios.min():.3f} "
-             f"({'x'.join(str(low[d]) for d in 'MNK')}), {len(rows)} shapes"]
-    notes += [f"{name}: {len(group)} shapes, ratios {min(r['ratio'] for r in group):.3f} to "
-              f"{max(r['ratio'] for r in group):.3f}" for name, group in library.suite_groups(rows).items() if group]
-    under = [r for r in rows if r["ratio"] < 0.9]
-    notes.append("under 0.9: " + (", ".join("x".join(str(r[d]) for d in "MNK") for r in under) or "none"))
     return (table(["M x N x K", "plan", "TFLOP/s", "cuBLAS", "ratio", "spread"], body) + "\n\n"
-            + "\n".join(f"- {n}" for n in notes))
+            + "\n".join(f"- {n}" for n in library.suite_summary(rows)))
 
 
 def _plan_markdown(text: str) -> str:
