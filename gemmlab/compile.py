@@ -359,6 +359,7 @@ def _ignore_sigint() -> None:
 def _stop(pool) -> None:
     """Stop a ProcessPoolExecutor's workers now, their jobs unfinished (shutdown would wait for them)."""
     processes = list((getattr(pool, "_processes", None) or {}).values())   # no public way before Python 3.14
+    manager = getattr(pool, "_executor_manager_thread", None)              # shutdown forgets it
     pool.shutdown(wait=False, cancel_futures=True)
     import signal
     for process in processes:
@@ -370,10 +371,11 @@ def _stop(pool) -> None:
     for process in processes:
         with contextlib.suppress(Exception):
             process.join(5)
-    # Python 3.10's exit handler wakes every pool's manager thread through a pipe the thread closed as it
-    # ended, and prints an OSError traceback after our one line; a thread no pool refers to is out of its list
-    manager = getattr(pool, "_executor_manager_thread", None)
+    # concurrent.futures' exit handler (3.10, 3.11) wakes every pool's manager thread through a pipe that thread
+    # closes as it ends, and prints an OSError traceback after our one line where it already has: this pool's
+    # thread is taken off the handler's list (the interpreter still joins it, as a thread of its own, at exit)
     if manager is not None:
         manager.join(5)
-        if not manager.is_alive():
-            pool._executor_manager_thread = None
+        from concurrent.futures import process as futures_process
+        with contextlib.suppress(Exception):
+            futures_process._threads_wakeups.pop(manager, None)

@@ -142,3 +142,23 @@ def test_what_chapter_09_says_of_its_compile_reports():
     capped = compile_kernel(spec, {"BM": 128, "BN": 128, "WM": 32, "WN": 64, "MINB": 2})
     assert capped.resources.registers == 128 and capped.resources.spills
     assert capped.occupancy.blocks_per_sm == 2 and four.occupancy.blocks_per_sm == 1
+
+
+def test_a_stopped_compile_pool_is_off_the_exit_handlers_list():
+    """Ctrl-C stops the compile pool (compile._stop). concurrent.futures' exit handler must not then wake the
+    pool's manager thread through the pipe that thread closed as it ended: on Python 3.10 and 3.11 that printed
+    an OSError traceback after the command's one line, 'interrupted'."""
+    import multiprocessing
+    import time
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import process as futures_process
+
+    from gemmlab import compile as compiler
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    pool.submit(time.sleep, 30)
+    manager = pool._executor_manager_thread
+    assert manager in futures_process._threads_wakeups
+    started = time.monotonic()
+    compiler._stop(pool)
+    assert manager not in futures_process._threads_wakeups and not manager.is_alive()
+    assert time.monotonic() - started < 10, "the sleeping worker was stopped, not waited for"
