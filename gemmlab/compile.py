@@ -198,7 +198,7 @@ def _read_entry(cubin_path: Path, log_path: Path, res_path: Path) -> tuple[str, 
         return None
 
 
-def nvrtc_options(params: Params, arch: str) -> list[str]:
+def _options(params: Params, arch: str) -> list[str]:
     archs.get(arch)   # UnknownArch for a name that is not an architecture gemmlab has limits for
     return [f"-arch={arch}", *BASE_OPTIONS, *(f"-D{k}={v}" for k, v in sorted(params.items()))]
 
@@ -243,6 +243,17 @@ def _nvrtc_compile(source: bytes, name: str, options: list[str],
         nvrtc.nvrtcDestroyProgram(prog)
 
 
+def inputs(spec: KernelSpec, params: Params, arch: str, source: Path | None = None) -> tuple[bytes, dict, list[str]]:
+    """What decides a cubin, the compiler aside: the source's bytes (`source`: a learner's file compiled under
+    this kernel's spec), the headers it includes from the kernels folder (ptx.cuh) by the name it includes them
+    by, for a learner's copy elsewhere too, and NVRTC's options. NVRTC is given the headers' text, which it takes
+    before any file of that name: so the cubin is made of exactly what these hold, whatever folder a search would
+    have looked in first. The compile cache's key and a shipped cubin's name (prebuilt.py) are made of them."""
+    text = (source or spec.path).read_bytes()
+    included = identity.headers(text.decode(errors="replace"), spec.path.parent)
+    return text, {name: path.read_bytes() for name, path in included.items()}, _options(params, arch)
+
+
 def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch: str = DEFAULT_ARCH,
                    use_cache: bool = True, source: Path | None = None, prebuilt: bool = False) -> Build:
     """Check the rules, then compile (or fetch from the cache). Raises IllegalConfig before
@@ -253,14 +264,8 @@ def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch:
     spec = kernel if isinstance(kernel, KernelSpec) else registry.get(kernel)
     full = spec.resolve(params)
     spec.check_arch(full, archs.get(arch))   # what this architecture cannot hold, refused by rule
-    text = (source or spec.path).read_bytes()
+    text, headers, options = inputs(spec, full, arch, source)
     where = str(source) if source else f"kernels/{spec.path.name}"
-    # The headers it includes from the kernels folder (ptx.cuh), for a learner's copy elsewhere too.
-    # NVRTC is given their text, which it takes before any file of that name: so the cubin is made
-    # of exactly what the key below holds, whatever folder a search would have looked in first.
-    included = identity.headers(text.decode(errors="replace"), spec.path.parent)
-    headers = {name: path.read_bytes() for name, path in included.items()}
-    options = nvrtc_options(full, arch)
     shipped = None
     if prebuilt and use_cache and source is None:
         shipped_key = shipped_cubins.source_key(text, headers, options)

@@ -22,7 +22,7 @@ import random
 import sys
 import tempfile
 
-from .. import compile as compiler, files, identity, prebuilt, records, registry
+from .. import compile as compiler, files, prebuilt, records, registry
 from ..library import dispatch, time_model
 from ..spec import BadProblem
 from . import training
@@ -73,10 +73,7 @@ def wanted() -> list[tuple[str, dict, str]]:
 
 def _name(spec, params: dict, arch: str) -> str:
     """The shipped entry's name for this build of the current sources (compile_kernel's lookup)."""
-    text = spec.path.read_bytes()
-    headers = {n: p.read_bytes() for n, p in identity.headers(text.decode(), spec.path.parent).items()}
-    key = prebuilt.source_key(text, headers, compiler.nvrtc_options(params, arch))
-    return prebuilt.entry_name(spec.name, arch, key)
+    return prebuilt.entry_name(spec.name, arch, prebuilt.source_key(*compiler.inputs(spec, params, arch)))
 
 
 def stale() -> list[str]:
