@@ -132,8 +132,8 @@ def matmul(A, B, out=None, alpha: float = 1.0, beta: float = 0.0):
     except (AttributeError, TypeError):        # not arrays, or alpha unhashable: the checks below say what
         signature = fast = None
     if fast is not None:
-        launch, empty = fast
-        C = out if out is not None else empty(A.shape[0], B.shape[1])
+        launch, cp = fast
+        C = out if out is not None else cp.empty((A.shape[0], B.shape[1]), cp.float32)
         launch(A, B, C)
         return C
     try:
@@ -182,14 +182,8 @@ def matmul(A, B, out=None, alpha: float = 1.0, beta: float = 0.0):
     if launch is not None and signature is not None and A is given_a and B is given_b:
         if len(_prepared) >= 4096:                   # a caller of many shapes keeps a bounded memo
             _prepared.clear()
-        _prepared[signature] = (launch, _empty(cp))
+        _prepared[signature] = (launch, cp)
     return c
-
-
-def _empty(cp):
-    def empty(M: int, N: int):
-        return cp.empty((M, N), cp.float32)
-    return empty
 
 
 def _run(C, A, lda: int, B, ldb: int, M: int, N: int, K: int, alpha: float, beta: float, cp):
@@ -266,11 +260,15 @@ def suite_table(rows: list[dict]) -> str:
     spread; the geometric mean of the ratios and the smallest."""
     lines = [f"{'M x N x K':<18} {'plan':<64} {'TFLOP/s':>8} {'cuBLAS':>8} {'ratio':>6} {'spread':>7}"]
     for r in rows:
-        reshaped = "".join(mark for mark, key in (("+edges", "peeled"), ("+copyB", "staged")) if r.get(key))
-        changes = f"{r['plan_kernel']}{reshaped} " + " ".join(f"{k}={v}" for k, v in r["params"].items())
+        changes = f"{r['plan_kernel']}{''.join(reshaped_marks(r))} " + " ".join(f"{k}={v}" for k, v in r["params"].items())
         lines.append(f"{'x'.join(str(r[d]) for d in 'MNK'):<18} {changes[:64]:<64} {r['gflops'] / 1e3:>8.2f} "
                      f"{r['cublas_gflops'] / 1e3:>8.2f} {r['ratio']:>6.3f} {r['spread']:>7.1%}")
     return "\n".join(lines + suite_summary(rows))
+
+
+def reshaped_marks(row: dict) -> list[str]:
+    """'+edges' where a suite row's plan ran peeled, '+copyB' where on a copy of B (both, or neither)."""
+    return [mark for mark, key in (("+edges", "peeled"), ("+copyB", "staged")) if row.get(key)]
 
 
 def suite_summary(rows: list[dict]) -> list[str]:

@@ -122,9 +122,9 @@ def _suite_markdown(rows: list[dict]) -> str:
     fixed-width text broke its lines mid-number."""
     body = []                   # each plan as its changes against its kernel's defaults, as chapter 14's tables
     for r in rows:
-        reshaped = "".join(mark for mark, key in ((" +edges", "peeled"), (" +copyB", "staged")) if r.get(key))
         changes = registry.get(r["plan_kernel"]).changes_label(r["params"]) or "defaults"
-        body.append(["x".join(str(r[d]) for d in "MNK"), f"{r['plan_kernel']}{reshaped} ({changes})",
+        plan = r["plan_kernel"] + "".join(f" {mark}" for mark in library.reshaped_marks(r)) + f" ({changes})"
+        body.append(["x".join(str(r[d]) for d in "MNK"), plan,
                      f"{r['gflops'] / 1e3:.2f}", f"{r['cublas_gflops'] / 1e3:.2f}", f"{r['ratio']:.3f}",
                      f"{r['spread']:.1%}"])
     return (table(["M x N x K", "plan", "TFLOP/s", "cuBLAS", "ratio", "spread"], body) + "\n\n"

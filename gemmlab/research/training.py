@@ -133,6 +133,10 @@ def _short_side_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, 
     return tuple(shapes)
 
 
+# Every shape either suite judges the plan on: no training draw may be one of them.
+_SUITES = frozenset(MATMUL_SUITE) | {s for group in CLASS_SUITE.values() for s in group}
+
+
 def _prime(n: int) -> int:
     """The smallest prime at least n."""
     while n < 2 or any(n % d == 0 for d in range(2, int(n ** 0.5) + 1)):
@@ -147,7 +151,6 @@ def _class_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int],
     choose between kernels none of the other draws put side by side."""
     import random
     rng = random.Random(seed)
-    suites = set(MATMUL_SUITE) | {s for group in CLASS_SUITE.values() for s in group}
 
     def log(lo: int, hi: int) -> int:
         return round(2 ** rng.uniform(lo, hi))
@@ -165,7 +168,7 @@ def _class_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int],
         if i % 2 and i % len(draws) in (0, 4):
             M, N = N, M
         i += 1
-        if (M, N, K) not in suites and (M, N, K) not in shapes and M * N * K <= 2 ** 38:
+        if (M, N, K) not in _SUITES and (M, N, K) not in shapes and M * N * K <= 2 ** 38:
             shapes.append((M, N, K))
     return tuple(shapes)
 
@@ -176,12 +179,11 @@ def _small_k_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int
     case of its own), by a seeded draw, none of them in either suite."""
     import random
     rng = random.Random(seed)
-    suites = set(MATMUL_SUITE) | {s for group in CLASS_SUITE.values() for s in group}
     shapes = []
     while len(shapes) < count:
         M, N = (max(8, round(2 ** rng.uniform(9, 14) / 8) * 8) for _ in range(2))
         shape = (M, N, max(1, round(2 ** rng.uniform(0, 5))))
-        if shape not in suites and shape not in shapes:
+        if shape not in _SUITES and shape not in shapes:
             shapes.append(shape)
     return tuple(shapes)
 
