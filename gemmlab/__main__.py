@@ -363,7 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--matmul-training", action="store_const", const=True, default=False,
                    help="time the plan's best few options at its training shapes (then `fit` refits the model)")
     p.add_argument("--matmul-training-new", action="store_const", const="new", dest="matmul_training",
-                   help="the same, at the training shapes no earlier round has timed")
+                   help="the same, at the training shapes where no earlier round has timed the plan's "
+                        "choice (a new shape, or a refit's new choice)")
     p.add_argument("--matmul-refresh", action="store_true",
                    help="time anew the training launches of kernels whose code changed since (then `fit`)")
     p.add_argument("--matmul", action="store_true", help="gemmlab.matmul against cuBLAS over issue 17's shape suite")

@@ -32,6 +32,9 @@ class KernelModel:
     # How many tiles of a problem take the kernel's fast copy path (a model of its code, for
     # launch.py's findings); None: not modelled.
     fast_tiles: Callable[[Params, Problem], int] | None = None
+    # How much a tile off the fast copy path costs, relative to the kernel's defaults' tile (dispatch's model
+    # scales its fitted `ragged` by it): 1 where every configuration's slow path costs alike
+    slow_weight: Callable[[Params], float] = field(default=lambda p: 1.0)
     # True for a kernel on the memory-bound side (chapter 12): its blocks stream an operand, so dispatch's
     # model charges it by the megabytes it moves as well as by its waves
     streams: bool = False

@@ -321,3 +321,44 @@ def test_a_split_past_the_grid_limit_is_refused_and_the_others_plan():
     problem = Problem(dispatch.ROWS_PER_LAUNCH, 2**31 - 1, 64)
     p = dispatch.plan_for(problem, H100, "H100")     # raised the split's UnsupportedShape when the filter did not
     assert p.predicted_us > 0 and p.spec.split(p.params) == 1
+
+
+def test_a_training_round_times_shapes_where_the_plan_runs_what_no_round_timed():
+    """`record --matmul-training-new` revisits a shape where no training row times the configuration the plan
+    now runs there (a refit's new choice), and leaves a shape whose choice was timed."""
+    shape = (1584, 2282, 1536)
+    launch = dispatch.plan_for(Problem(*shape), *dispatch.device_facts(), reshape=False).choice.launch
+    row = {"kernel": launch.spec.name, "params": dict(launch.params), "M": shape[0], "N": shape[1], "K": shape[2]}
+    other = {**row, "params": {**row["params"], "GROUP": 9}}
+    assert training.untried_shapes([shape], [row]) == ()
+    assert training.untried_shapes([shape], [other]) == (shape,)
+    assert training.untried_shapes([shape], []) == (shape,)
+    assert training.untried_shapes(training.DISPATCH_TRAINING_SHAPES, training.rows_of(records.latest())) == (), \
+        "the shipped training rows time every training shape's choice: run record --matmul-training-new, then fit"
+
+
+def test_a_training_shape_times_its_best_configurations_each_once(monkeypatch):
+    """The `tries` options timed at a shape are distinct configurations (each at its best split), not the
+    splits of one configuration; the runners-up are other kernels."""
+    timed = []
+    monkeypatch.setattr(training.bench, "bench",
+                        lambda spec, params, shape, budget_s: timed.append((spec, params)) or _Row())
+    shape = (2047, 2047, 2047)
+    training.measure_training([shape], 4, progress=False)
+    keys = [time_model.config_key(spec.name, time_model.unsplit(spec, params)) for spec, params in timed]
+    assert len(keys) == len(set(keys)) == 4 + dispatch.RUNNERS_UP
+    assert len({spec.name for spec, _ in timed[4:]}) == dispatch.RUNNERS_UP
+
+
+class _Row:
+    def as_row(self):
+        return {}
+
+
+def test_narrow_tiles_are_legal_and_timed_at_every_width_a_plan_may_pad_to():
+    assert training.NARROW_TILES and all(registry.get("13_split_k").is_legal(c) for c in training.NARROW_TILES)
+    assert training.padded_widths(24) == (24, 32, 64) and training.padded_widths(48) == (48, 64)
+    assert training.padded_widths(dispatch.PAD_BELOW) == (dispatch.PAD_BELOW,)
+    jobs = training.narrow_tile_jobs([(3000, 24, 5000)])
+    assert {shape for _, _, shape in jobs} == {(3000, 24, 5000), (3000, 32, 5000), (3000, 64, 5000)} - {(3000, 24, 5000)}
+    assert all(cfg["BN"] <= shape[1] for _, cfg, shape in jobs)

@@ -172,12 +172,61 @@ def test_a_call_just_past_whole_tiles_is_peeled_and_b_copied_into_16_byte_rows()
     assert dispatch.plan(4096, 4096, 4096).core is None and dispatch.plan(4096, 4096, 4096).stage_ldb == 0
 
 
+def test_a_c_of_few_columns_may_run_padded_to_whole_narrow_tiles():
+    """Under PAD_BELOW columns the plan may run C as one of N rounded up to 32 or 64 columns: the padded
+    problem's own plan (B and C that wide), the copies priced on top; it says so. Wider C is never padded."""
+    dev, gpu = dispatch.device_facts()
+    m = time_model.model(dev["name"])
+    problem = dispatch.Problem(4096, 24, 11008)
+    padded = dispatch._padded(problem, dev, gpu, True, m)
+    assert sorted(p.pad_n for p in padded) == [32, 64]
+    for plan in padded:
+        launched = plan.choice.launch.problem
+        assert (launched.M, launched.N, launched.K, launched.ldb, launched.ldc) == (4096, plan.pad_n, 11008,
+                                                                                  plan.pad_n, plan.pad_n)
+        assert plan.problem == problem and plan.stage_us > 0
+        assert plan.predicted_us == pytest.approx(plan.choice.predicted_us + plan.stage_us)
+        assert f"run {plan.pad_n} columns wide" in plan.label
+        assert f"C's 24 columns are run as {plan.pad_n}" in str(plan)
+    assert dispatch._padded(dispatch.Problem(4096, 48, 4096), dev, gpu, True, m)[0].pad_n == 64
+    assert dispatch._padded(dispatch.Problem(4096, 64, 4096), dev, gpu, True, m) == []
+    assert dispatch._padded(dispatch.Problem(4096, dispatch.PAD_BELOW + 1, 4096), dev, gpu, True, m) == []
+
+
+@pytest.mark.gpu
+def test_a_padded_plan_writes_only_cs_own_columns():
+    """A padded plan, forced, into C that is a slice of a wider matrix, with beta 0 (C poisoned) and not: the
+    product is right, and the columns of the wider matrix past C are as they were."""
+    cp = device.cupy()
+    M, N, K = 3001, 23, 517
+    dev, gpu = dispatch.device_facts()
+    problem = dispatch.Problem(M, N, K, K, N, N + 9)
+    crng = cp.random.default_rng(8)
+    A = crng.uniform(-1, 1, (M, K), dtype=cp.float32)
+    B = crng.uniform(-1, 1, (K, N), dtype=cp.float32)
+    for plan in dispatch._padded(problem, dev, gpu, True, time_model.model(dev["name"])):
+        for alpha, beta in ((1.0, 0.0), (2.0, -0.5)):
+            wide = crng.uniform(-1, 1, (M, N + 9), dtype=cp.float32)
+            C = wide[:, :N]
+            C0 = C.copy()
+            if beta == 0.0:
+                C[...] = cp.nan
+            outside = wide[:, N:].copy()
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(library.dispatch, "plan", lambda *args, plan=plan: plan)
+                assert gemmlab.matmul(A, B, out=C, alpha=alpha, beta=beta) is C
+            _assert_right(cp, C, A, B, C0 if beta else None, alpha, beta, what=f"{plan.label}, beta {beta}")
+            assert bool((wide[:, N:] == outside).all()), f"{plan.label}: wrote past C's columns"
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape,pad", [((2049, 2049, 300), (0, 0, 0)), ((130, 4099, 77), (3, 0, 1)),
-                                       ((4097, 1031, 64), (0, 5, 2))], ids=lambda v: "x".join(map(str, v)))
+                                       ((4097, 1031, 64), (0, 5, 2)), ((1500, 37, 611), (1, 3, 2))],
+                         ids=lambda v: "x".join(map(str, v)))
 def test_every_reshaped_plan_is_right(shape, pad, monkeypatch):
-    """Each way the plan may reshape a call (B copied, peeled, both), forced, with alpha, beta and padded
-    rows: the parts cover C exactly once, and the copy of B is read with its own leading dimension."""
+    """Each way the plan may reshape a call (B copied, peeled, both; C's columns padded), forced, with alpha,
+    beta and padded rows: the parts cover C exactly once, and the copy of B is read with its own leading
+    dimension."""
     cp = device.cupy()
     M, N, K = shape
     lda, ldb, ldc = K + pad[0], N + pad[1], N + pad[2]

@@ -198,6 +198,17 @@ def _run(C, A, lda: int, B, ldb: int, M: int, N: int, K: int, alpha: float, beta
         lc = Layout(False, N)
     aligned = _aligned(A, B, C)
     plan = first_use.adjusted(dispatch.plan(M, N, K, lda, ldb, lc.ld, aligned), aligned)
+    if plan.pad_n:                                   # run as a wider C: B and C padded to pad_n columns
+        wide = cp.empty((M, plan.pad_n), cp.float32)
+        if beta != 0:
+            _copy_columns(wide, plan.pad_n, C, lc.ld, M, N, cp)
+        # B's columns past N are left as the buffer had them: column j of C depends on column j of B alone,
+        # and the columns past N are never copied back (zeroing them cost a launch, about 8 us)
+        _run_padded(wide, A, lda, _staged(B, K, N, ldb, plan.pad_n, cp), plan, K, alpha, beta)
+        _copy_columns(C, lc.ld, wide, plan.pad_n, M, N, cp)
+        if C is not target:
+            target[...] = C
+        return None
     if plan.stage_ldb:
         B, ldb = _staged(B, K, N, ldb, plan.stage_ldb, cp), plan.stage_ldb
     rows, cols = plan.core or (M, N)
@@ -222,12 +233,29 @@ def _run(C, A, lda: int, B, ldb: int, M: int, N: int, K: int, alpha: float, beta
     return launch
 
 
+def _run_padded(wide, A, lda: int, B, plan: dispatch.Plan, K: int, alpha: float, beta: float) -> None:
+    """The padded plan's product into `wide` (M x pad_n, packed) from B staged pad_n wide, in launches of at
+    most ROWS_PER_LAUNCH rows."""
+    M, width = wide.shape
+    kernel = _kernel(plan)
+    for r in range(0, M, dispatch.ROWS_PER_LAUNCH):
+        rows = min(dispatch.ROWS_PER_LAUNCH, M - r)
+        kernel.launch(_problem(rows, width, K, lda, width, width, float(alpha), float(beta)), A[r:r + rows], B,
+                      wide[r:r + rows])
+
+
+def _copy_columns(dst, ld_dst: int, src, ld_src: int, rows: int, cols: int, cp) -> None:
+    """The first `cols` columns of `rows` rows from src to dst (rows ld_src and ld_dst floats apart): one 2-D
+    copy by the CUDA runtime, on the current stream."""
+    cp.cuda.runtime.memcpy2DAsync(dst.data.ptr, ld_dst * 4, src.data.ptr, ld_src * 4, cols * 4, rows,
+                                  cp.cuda.runtime.memcpyDeviceToDevice, cp.cuda.get_current_stream().ptr)
+
+
 def _staged(B, K: int, N: int, ldb: int, stage_ldb: int, cp):
     """B (K x N, rows ldb floats apart) copied into a new buffer with rows stage_ldb floats apart (a 16-byte
-    multiple): one 2-D copy by the CUDA runtime, on the current stream. The columns past N are never read."""
+    multiple): one 2-D copy by the CUDA runtime, on the current stream. The columns past N are not written."""
     staged = cp.empty((K, stage_ldb), cp.float32)
-    cp.cuda.runtime.memcpy2DAsync(staged.data.ptr, stage_ldb * 4, B.data.ptr, ldb * 4, N * 4, K,
-                                  cp.cuda.runtime.memcpyDeviceToDevice, cp.cuda.get_current_stream().ptr)
+    _copy_columns(staged, stage_ldb, B, ldb, K, N, cp)
     return staged
 
 
@@ -267,8 +295,9 @@ def suite_table(rows: list[dict]) -> str:
 
 
 def reshaped_marks(row: dict) -> list[str]:
-    """'+edges' where a suite row's plan ran peeled, '+copyB' where on a copy of B (both, or neither)."""
-    return [mark for mark, key in (("+edges", "peeled"), ("+copyB", "staged")) if row.get(key)]
+    """'+edges' where a suite row's plan ran peeled, '+copyB' where on a copy of B (both, or neither), '+padN'
+    where C's columns were padded."""
+    return [mark for mark, key in (("+edges", "peeled"), ("+copyB", "staged"), ("+padN", "padded")) if row.get(key)]
 
 
 def suite_summary(rows: list[dict]) -> list[str]:

@@ -7,9 +7,10 @@ split it offers, and the fastest is the plan. Alignment decides which kernels ma
 rows, aligned pointers) and which copy path their tiles take; operand bytes against L2 and the ridge
 decide which side of the roofline the shape is on.
 
-A plan may also reshape a call (`_reshaped`): copy B first into 16-byte rows, or peel the few rows and
-columns past a multiple of 128 into thin products of their own, each part with its own plan; it does
-where the parts together, the copy priced at the copy bandwidth, are predicted faster.
+A plan may also reshape a call (`_reshaped`): copy B first into 16-byte rows, peel the few rows and
+columns past a multiple of 128 into thin products of their own, each part with its own plan, or run a C of
+a few columns as a wider one (B's columns and C's padded to whole narrow tiles); it does where the parts
+together, the copies priced at the copy bandwidth, are predicted faster.
 
 The frozen model needs no GPU and no compile, so the same call always gives the same plan.
 """
@@ -41,6 +42,12 @@ RUNNERS_UP = 3
 # a thin product the memory-bound kernels take; it does where the model says the parts together are faster.
 PEEL_TILE = 128
 PEEL_MAX = 32
+# Padded columns: a C narrower than PAD_BELOW columns may be run as one of N rounded up to a whole number of
+# PAD_TILES-column tiles (B copied into rows that wide; C computed in a buffer that
+# wide, its first N columns copied back): tiles wider than C are refused (chapter 13's `tile-fits`), and at 17
+# to 63 columns its narrow tiles on the padded C beat what can run C as it is (docs/dispatch-history.md).
+PAD_BELOW = 128
+PAD_TILES = (32, 64)
 # The most rows of C one launch takes: CUDA's 65,535 block rows of the smallest tile any kernel has (8
 # rows). gemmlab.matmul runs a taller product in launches of this many rows.
 ROWS_PER_LAUNCH = 65535 * 8
@@ -83,7 +90,8 @@ class Plan:
     core: tuple[int, int] | None = None   # the rows and columns `choice` runs (None: all of C)
     parts: tuple["Part", ...] = ()  # the rest of C, each block by a plan of its own
     stage_ldb: int = 0             # B is first copied into rows this many floats apart (0: read as it lies)
-    stage_us: float = 0.0          # what the model says that copy takes
+    stage_us: float = 0.0          # what the model says that copy takes (with padded columns, all the copies)
+    pad_n: int = 0                 # C is computed this many columns wide, B and C padded (0: as it is)
 
     @property
     def predicted_us(self) -> float:
@@ -97,7 +105,9 @@ class Plan:
         if self.core:
             out.append(f"peeled: {self.core[0]:,} x {self.core[1]:,} of whole tiles, " + ", ".join(
                 f"{_part_size(part)} past them by {part.plan.choice.label}" for part in self.parts))
-        if self.stage_ldb:
+        if self.pad_n:
+            out.append(f"run {self.pad_n} columns wide (B and C padded)")
+        elif self.stage_ldb:
             out.append(f"B copied into rows of {self.stage_ldb:,} floats")
         return "; ".join(out)
 
@@ -152,7 +162,11 @@ class Plan:
                 f"{ch.intensity:.3g} FLOPs per byte against a ridge of {ch.ridge:.0f}: {side}")
         if not math.isnan(self.choice.predicted_us):
             size += f" (memory floor {self.choice.memory_us:,.1f} us, compute {self.choice.compute_us:,.1f} us)"
-        if self.stage_ldb:
+        if self.pad_n:
+            alignment += (f"; C's {p.N} columns are run as {self.pad_n}: B is copied into rows of {self.pad_n} floats "
+                          f"and C computed in a buffer {self.pad_n} wide, its first "
+                          f"{p.N} columns copied back (predicted {self.stage_us:,.1f} us)")
+        elif self.stage_ldb:
             alignment += (f"; B is copied first into rows of {self.stage_ldb} floats, so that its 16-byte copies can "
                           f"run (predicted {self.stage_us:,.1f} us)")
         out = [waves, k_block, alignment, size]
@@ -322,7 +336,25 @@ def _reshaped(p: Problem, dev: dict, gpu: str, aligned: bool, m: Model) -> list[
                                                        reshape=False)))
             found.append(dataclasses.replace(core, problem=p, core=(p.M - r, p.N - c) if r or c else None,
                                              parts=tuple(parts), stage_ldb=ldb, stage_us=stage_us))
+    found += _padded(p, dev, gpu, aligned, m)
     return [f for f in found if not math.isnan(f.predicted_us)]
+
+
+def _padded(p: Problem, dev: dict, gpu: str, aligned: bool, m: Model) -> list[Plan]:
+    """A C of fewer than PAD_BELOW columns run as a wider one (PAD_TILES): the wider product's own plan, with
+    the copies priced at the copy bandwidth: B read and written into wider rows, C's buffer read and C written
+    (and, where beta is not 0, C read into the buffer first). The columns past N of B's copy hold whatever the
+    buffer held: they make only the columns past N of the wider C, which are never copied back."""
+    if p.N >= PAD_BELOW:
+        return []
+    found = []
+    for width in sorted({-(-p.N // w) * w for w in PAD_TILES} - {p.N}):
+        q = Problem(p.M, width, p.K, p.lda, width, width, p.alpha, p.beta)
+        core = plan_for(q, dev, gpu, aligned, reshape=False)
+        c_bytes = 4 * p.M * p.N * (4 if p.beta else 2)
+        stage_us = _dram_us(m, dev, 4 * p.K * p.N * 2) + _dram_us(m, dev, c_bytes)
+        found.append(dataclasses.replace(core, problem=p, stage_ldb=width, stage_us=stage_us, pad_n=width))
+    return found
 
 
 def _fallback(problem: Problem, dev: dict, gpu: str, why: str) -> Plan:

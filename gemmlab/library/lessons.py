@@ -111,7 +111,7 @@ def show_matmul_suite() -> None:
              f"over gemmlab.matmul's, above 1 is faster; spread: the timings' interquartile range over their "
              f"median). The whole call is timed, as a user makes it. A plan marked +edges ran peeled (whole tiles, "
              f"then the rows or columns past them by plans of their own), one marked +copyB on a copy of B in 16-byte "
-             f"rows.")
+             f"rows, one marked +padN with C's columns padded to whole narrow tiles.")
     heat = rec.data.get("matmul_heatmap")
     if heat:
         plots.dispatch_heatmaps(heat, heat[0]["kernel"], f"measured on {rec.device['name']}, {heat[0]['date']}")

@@ -20,8 +20,9 @@ configuration c of a kernel:
   after another, and chapter 13's last piece of a tile reads every piece's partial tile, one load after
   another (`pieces` is 0 where nothing is split); `checked` is the share of tiles on a kernel's slow copy path
   (launch.Launch.fast_tiles), but no less than one of the busiest SM's blocks where any tile takes it
-  (in a launch of one round, one slow tile sets the time), and `ragged_kernel` how much longer such a
-  tile takes, fitted per copy path (kernels that share one share it).
+  (in a launch of one round, one slow tile sets the time), weighted by what the slow path costs the
+  configuration's tile against its kernel's defaults' (its model's slow_weight), and `ragged_kernel` how much
+  longer such a tile takes, fitted per copy path (kernels that share one share it).
 
 `launch`, `alone`, `chain`, `ragged`, `per_tile` and `per_step` are fitted, by least squares on
 relative error, to the record's autotuner data: every configuration the chapters' sliders offer,
@@ -135,7 +136,7 @@ def features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
     if checked:
         # the busiest SM decides: where some tiles are checked, it runs at least one of them among its
         # blocks (one of them, in a launch of one round, decides the launch's time)
-        checked = max(checked, min(1.0, slots / blocks))
+        checked = max(checked, min(1.0, slots / blocks)) * code.slow_weight(params)
     if code.streams:
         waves = split_time(tiles, steps, slots, pieces, split)
         megabytes = problem.operand_bytes / 1e6

@@ -225,10 +225,16 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
         bar.close()
     if matmul_training:                        # the plan's best few options where it chooses (its own model's)
         shapes = training.DISPATCH_TRAINING_SHAPES
-        if matmul_training == "new":           # only the shapes no round has timed yet
-            timed = {records.shape_key(r) for r in training.rows_of(records.Record(path, data))}
-            shapes = tuple(s for s in shapes if tuple(s) not in timed)
+        if matmul_training == "new":           # only where no round has timed what the plan now runs
+            trained = training.rows_of(records.Record(path, data))
+            timed = {records.shape_key(r) for r in trained}
+            shapes = training.untried_shapes(shapes, trained)
         new = dated(training.measure_training(shapes, training.DISPATCH_TRIES, progress))
+        narrow = training.narrow_tile_jobs(training.FEW_COLUMNS_TRAINING_SHAPES)
+        if matmul_training == "new":
+            narrow = [job for job in narrow if job[2] not in timed]
+        _precompile([(registry.get(kernel), cfg) for kernel, cfg, _ in narrow], progress)
+        new += dated(training.measure_narrow_tiles(narrow, progress))
         # added to the earlier rounds' rows (a new timing of the same launch replaces the old): what an
         # earlier model chose and the GPU disproved stays in the fit, so a refit cannot choose it again
         training.save_rows(path, _merged(training.rows_of(records.Record(path, data)), new))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import bench, files, library, records
+from .. import bench, files, library, records, registry
 from ..library import dispatch, time_model
 from ..spec import Problem
 
@@ -188,11 +188,86 @@ def _small_k_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int
     return tuple(shapes)
 
 
+def _few_columns_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
+    """A few columns (N of 5 to 64) against M and K of 2048 to 16384, by a seeded draw, none of them in either
+    suite: where a C too narrow for the tiles the record times is run on chapter 13's narrow ones."""
+    import random
+    rng = random.Random(seed)
+    shapes = []
+    while len(shapes) < count:
+        M, K = (round(2 ** rng.uniform(11, 14)) for _ in range(2))
+        shape = (M, round(2 ** rng.uniform(2.3, 6)), K)
+        if shape not in _SUITES and shape not in shapes:
+            shapes.append(shape)
+    return tuple(shapes)
+
+
+def padded_widths(N: int) -> tuple[int, ...]:
+    """The widths a plan may run a C of N columns at (dispatch's padded columns): N itself, and N rounded up
+    to whole 32- and 64-column tiles, for C narrower than PAD_BELOW."""
+    if N >= dispatch.PAD_BELOW:
+        return (N,)
+    return tuple(sorted({N, *(-(-N // w) * w for w in dispatch.PAD_TILES)}))
+
+
+def narrow_tile_kernel():
+    """Chapter 13's kernel: the one whose tiles may be 32 columns wide, each split along K."""
+    return registry.by_chapter(13)
+
+
+# Chapter 13's narrow tiles, which no slider offers (its BN is 64 or 128): 32 columns in one warp's width,
+# or 64 in one or two, tiles of 64-256 rows, each tile split in 4 or 8 along K (a C of a few columns has few
+# tiles). Timed at the few-columns shapes below, at every width a plan may run them at, so that the fit
+# can make them candidates where they are fastest.
+NARROW_TILES = tuple(cfg for cfg in (
+    {"BM": bm, "BN": bn, "WM": wm, "WN": wn, "BK": bk, "STAGES": 3, "GROUP": 1, "SPREAD": 2, "SPLIT": split,
+     "MINB": 2 if (bm // wm) * (bn // wn) <= 4 else 1}
+    for bn, wn, bks in ((32, 32, (16, 32)), (64, 64, (16,)))
+    for bm in (64, 128, 256) for wm in (32, 64) for bk in bks for split in (4, 8))
+    if narrow_tile_kernel().is_legal(cfg))
+FEW_COLUMNS_TRAINING_SHAPES = _few_columns_training_shapes(6, seed=37)
+
+
+def narrow_tile_jobs(shapes) -> list[tuple[str, dict, tuple[int, int, int]]]:
+    """(kernel, configuration, shape) of NARROW_TILES at each shape's widths (padded_widths) that C holds a
+    tile of."""
+    return [(narrow_tile_kernel().name, cfg, (M, width, K)) for M, N, K in shapes for width in padded_widths(N)
+            for cfg in NARROW_TILES if cfg["BN"] <= width and cfg["BM"] <= M]
+
+
+def measure_narrow_tiles(jobs, progress: bool = True) -> list[dict]:
+    """Each job validated, then timed against cuBLAS (bench.bench), as measure_training times its options."""
+    from tqdm.auto import tqdm
+    return [bench.bench(kernel, cfg, shape, budget_s=0.25).as_row()
+            for kernel, cfg, shape in tqdm(jobs, desc="chapter 13's narrow tiles", disable=not progress)]
+
+
+def _ragged_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
+    """M, N and K of 1024 to 8192 with N not a multiple of 4 (B's rows not 16-byte multiples), every third
+    shape all primes, and every third a few hundred rows against 8192-65536 columns (an LM head), by a seeded
+    draw, none of them in either suite: where a plan weighs B read in place, 4 bytes at a time, against a copy."""
+    import random
+    rng = random.Random(seed)
+    shapes = []
+    while len(shapes) < count:
+        M, N, K = (round(2 ** rng.uniform(10, 13)) for _ in range(3))
+        if len(shapes) % 3 == 1:
+            M, N, K = _prime(M), _prime(N), _prime(K)
+        elif len(shapes) % 3 == 2:
+            M, N = round(2 ** rng.uniform(8, 11)), round(2 ** rng.uniform(13, 16))
+        if N % 4 == 0:
+            N += rng.choice((1, 2, 3))
+        if (M, N, K) not in _SUITES and (M, N, K) not in shapes and M * N * K <= 2 ** 38:
+            shapes.append((M, N, K))
+    return tuple(shapes)
+
+
+RAGGED_TRAINING_SHAPES = _ragged_training_shapes(24, seed=39)
 # Where `record --matmul` times the plan's best few options (DISPATCH_TRIES of them) for the fit.
 CLASS_TRAINING_SHAPES = _class_training_shapes(50, seed=33) + _small_k_training_shapes(20, seed=35)
 DISPATCH_TRAINING_SHAPES = (_training_shapes(48, seed=17) + _skinny_training_shapes(32, seed=12)
                             + _aligned_training_shapes(24, seed=23) + _short_side_training_shapes(16, seed=29)
-                            + CLASS_TRAINING_SHAPES)
+                            + CLASS_TRAINING_SHAPES + FEW_COLUMNS_TRAINING_SHAPES + RAGGED_TRAINING_SHAPES)
 DISPATCH_TRIES = 4
 # The grid of the final chapter's heatmap of gemmlab.matmul against cuBLAS (`record --matmul`): M and N
 # over these sizes, at each of these K; before dispatch (the final kernel at its defaults) and after.
@@ -209,8 +284,24 @@ def measure_suite(shapes, reps: int, progress: bool = True) -> list[dict]:
         plan = dispatch.plan(*shape)
         rows.append({**m.as_row(), "kernel": "matmul", "params": plan.params, "plan_kernel": plan.spec.name,
                      "predicted_us": plan.predicted_us, "peeled": plan.core is not None,
-                     "staged": bool(plan.stage_ldb)})
+                     "staged": bool(plan.stage_ldb) and not plan.pad_n, "padded": plan.pad_n})
     return rows
+
+
+def untried_shapes(shapes, trained: list[dict]) -> tuple[tuple[int, int, int], ...]:
+    """The shapes where no training row times the configuration the plan runs there as it is (the whole call
+    unreshaped): one no round has timed, or where a refit chose a configuration never timed there. Timing its
+    best options there is how a refit's guess about a new candidate is checked."""
+    timed: dict[tuple, set] = {}
+    for r in trained:
+        timed.setdefault(records.shape_key(r), set()).add(time_model.config_key(r["kernel"], r["params"]))
+    dev, gpu = dispatch.device_facts()
+    out = []
+    for shape in shapes:
+        choice = dispatch.plan_for(Problem(*shape), dev, gpu, reshape=False).choice.launch
+        if time_model.config_key(choice.spec.name, choice.params) not in timed.get(tuple(shape), ()):
+            out.append(tuple(shape))
+    return tuple(out)
 
 
 def measure_training(shapes, tries: int, progress: bool = True) -> list[dict]:
@@ -225,9 +316,13 @@ def measure_training(shapes, tries: int, progress: bool = True) -> list[dict]:
     for shape in shapes:
         found, _ = dispatch.options(m, Problem(*shape), dev, gpu, True)
         ranked = sorted(found, key=lambda o: (o.predicted_us, o.label))
-        seen = []
+        seen, configs = [], set()
         for o in ranked:
-            if len(seen) < tries and (o.launch.spec, o.launch.params) not in seen:
+            # `tries` configurations, each at its best split: the splits of one configuration share its fit's
+            # constants, and four of them at one shape had left every other configuration untimed there
+            config = time_model.config_key(o.launch.spec.name, time_model.unsplit(o.launch.spec, o.launch.params))
+            if len(seen) < tries and config not in configs:
+                configs.add(config)
                 seen.append((o.launch.spec, o.launch.params))
         kernels, others = {spec.name for spec, _ in seen}, []
         for o in ranked:

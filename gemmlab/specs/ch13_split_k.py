@@ -115,7 +115,9 @@ SPEC = KernelSpec(
         params={"SPLIT": 4}, timing_shape=(1024, 1024, 4096)),
 )
 
-MODEL = KernelModel(**model_fields(), fast_tiles=_fast_tiles)
+# B's 4-byte copies: per k step a block copies BK x BN floats of B for BM x BN x BK multiply-adds, so the slow
+# path adds 1 / BM of a copy per multiply-add: half as much for 128-row tiles as for the defaults' 64
+MODEL = KernelModel(**model_fields(), fast_tiles=_fast_tiles, slow_weight=lambda p: 64 / p["BM"])
 
 PROGRAMME = Programme(
     # shapes none of issue 17's suite has, where small grids and ragged edges are the problem: where the
