@@ -186,12 +186,14 @@ class Plan:
         predicted = ("no prediction" if math.isnan(total) else
                      f"predicted {total:,.1f} us ({p.flops / (total * 1e-6) / 1e12:.1f} TFLOP/s)")
         each = f" for each of {self.launches} launches" if self.launches > 1 else ""
-        lines = [f"{p.M} x {p.N} x {p.K}: {c.label}, {predicted}{each}",
+        lines = [f"{p.M} x {p.N} x {p.K}: {self.label}, {predicted}{each}",
                  f"  {self.basis}",
                  f"  grid {c.launch.grid}, {c.launch.block[0]} threads a block",
                  *(f"  - {r}" for r in self.reasons())]
         if self.others:
-            lines.append(f"  next best{' for the same rows and columns' if self.core else ''}: " + "; ".join(
+            same = (" for the same rows and columns" if self.core else
+                    f" for the same {self.pad_n} columns, against the choice's launch alone" if self.pad_n else "")
+            lines.append(f"  next best{same}: " + "; ".join(
                 f"{o.label} {o.predicted_us:,.1f} us (+{o.predicted_us / c.predicted_us - 1:.0%})" for o in self.others))
         lines += [f"  cannot run it: {r}" for r in self.refused]
         return "\n".join(lines)

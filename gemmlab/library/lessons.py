@@ -47,8 +47,15 @@ def show_plans(shapes: list[tuple[int, int, int]]) -> None:
                + " (chapter 11's pieces add into C one after another, chapter 13's last piece reads the others' "
                  "partial tiles); a tile on a kernel's slow copy path (rows not 16-byte multiples, or a ragged "
                  f"edge) takes {1 + m.ragged:.2f} times as long"
-               + "".join(f", {name}'s {1 + r:.2f}" for name, r in sorted(m.ragged_by_kernel.items()))
+               + "".join(f", {name}'s {1 + r:.2f}" + (" (at its defaults' tiles; its model weighs other tiles' slow "
+                                                      "path by their shape)" if _weighs_tiles(m, name) else "")
+                         for name, r in sorted(m.ragged_by_kernel.items()))
                + ". `python -m gemmlab bench matmul --size M N K` times a plan against cuBLAS on a GPU.")
+
+
+def _weighs_tiles(m, kernel: str) -> bool:
+    """Whether the kernel's model weighs its candidates' slow copy path by their tiles (KernelModel.slow_weight)."""
+    return any(registry.model(c.spec).slow_weight(c.params) != 1.0 for c in m.candidates if c.spec.name == kernel)
 
 
 def show_worked_plan(shape: tuple[int, int, int]) -> None:
@@ -62,7 +69,8 @@ def show_worked_plan(shape: tuple[int, int, int]) -> None:
         busiest = -(-launch.blocks // launch.sm_count)
         # chapter 11's split cuts only the last wave's tiles, each into `pieces`; chapter 13's every tile
         piece = -(-launch.k_steps // launch.pieces)
-        steps = (f"{launch.piece_steps:,}" if not launch.split_tiles else
+        steps = (f"{launch.piece_steps:,}" + (f" (every tile in {launch.k_split} pieces)" if launch.k_split > 1 else "")
+                 if not launch.split_tiles else
                  f"{piece:,} (every tile in {launch.pieces} pieces)" if launch.split_tiles == launch.tiles else
                  f"{launch.k_steps:,}, {piece:,} in the pieces of the last {launch.split_tiles:,} tiles")
         rows.append([launch.spec.name, launch.spec.changes_label(launch.params) or "defaults",
@@ -111,7 +119,8 @@ def show_matmul_suite() -> None:
              f"over gemmlab.matmul's, above 1 is faster; spread: the timings' interquartile range over their "
              f"median). The whole call is timed, as a user makes it. A plan marked +edges ran peeled (whole tiles, "
              f"then the rows or columns past them by plans of their own), one marked +copyB on a copy of B in 16-byte "
-             f"rows, one marked +padN with C's columns padded to whole narrow tiles.")
+             f"rows" + (", one marked +padN with C's columns padded to whole narrow tiles" if any(r.get("padded") for r in rows)
+                        else "") + ".")
     heat = rec.data.get("matmul_heatmap")
     if heat:
         plots.dispatch_heatmaps(heat, heat[0]["kernel"], f"measured on {rec.device['name']}, {heat[0]['date']}")
