@@ -191,7 +191,7 @@ class Plan:
                  f"  grid {c.launch.grid}, {c.launch.block[0]} threads a block",
                  *(f"  - {r}" for r in self.reasons())]
         if self.others:
-            same = (" for the same rows and columns" if self.core else
+            same = (" for the same rows and columns, against the choice's launch alone" if self.core else
                     f" for the same {self.pad_n} columns, against the choice's launch alone" if self.pad_n else "")
             lines.append(f"  next best{same}: " + "; ".join(
                 f"{o.label} {o.predicted_us:,.1f} us (+{o.predicted_us / c.predicted_us - 1:.0%})" for o in self.others))
