@@ -204,7 +204,8 @@ def _run(C, A, lda: int, B, ldb: int, M: int, N: int, K: int, alpha: float, beta
             _copy_columns(wide, plan.pad_n, C, lc.ld, M, N, cp)
         # B's columns past N are left as the buffer had them: column j of C depends on column j of B alone,
         # and the columns past N are never copied back (zeroing them cost a launch, about 8 us)
-        _run_padded(wide, A, lda, _staged(B, K, N, ldb, plan.pad_n, cp), plan, K, alpha, beta)
+        _launch_in_rows(_kernel(plan), M, plan.pad_n, K, lda, plan.pad_n, plan.pad_n, alpha, beta, A,
+                        _staged(B, K, N, ldb, plan.pad_n, cp), wide)
         _copy_columns(C, lc.ld, wide, plan.pad_n, M, N, cp)
         if C is not target:
             target[...] = C
@@ -220,10 +221,7 @@ def _run(C, A, lda: int, B, ldb: int, M: int, N: int, K: int, alpha: float, beta
         if not plan.parts and not plan.stage_ldb and C is target:
             launch = kernel.prepared(problem)
     else:                                            # M past CUDA's grid rows: several launches
-        for r in range(0, M, dispatch.ROWS_PER_LAUNCH):
-            rows = min(dispatch.ROWS_PER_LAUNCH, M - r)
-            kernel.launch(_problem(rows, N, K, lda, ldb, lc.ld, float(alpha), float(beta)), A[r:r + rows], B,
-                          C[r:r + rows])
+        _launch_in_rows(kernel, M, N, K, lda, ldb, lc.ld, alpha, beta, A, B, C)
     for part in plan.parts:                          # the rows and columns past the core, each by its own plan
         p, r, c = part.plan.problem, part.row0, part.col0
         _kernel(part.plan).launch(_problem(p.M, p.N, K, lda, ldb, lc.ld, float(alpha), float(beta)),
@@ -233,15 +231,12 @@ def _run(C, A, lda: int, B, ldb: int, M: int, N: int, K: int, alpha: float, beta
     return launch
 
 
-def _run_padded(wide, A, lda: int, B, plan: dispatch.Plan, K: int, alpha: float, beta: float) -> None:
-    """The padded plan's product into `wide` (M x pad_n, packed) from B staged pad_n wide, in launches of at
-    most ROWS_PER_LAUNCH rows."""
-    M, width = wide.shape
-    kernel = _kernel(plan)
+def _launch_in_rows(kernel: bench.Kernel, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, alpha: float,
+                    beta: float, A, B, C) -> None:
+    """C (M x N) = alpha A B + beta C by one kernel, in launches of at most ROWS_PER_LAUNCH rows (CUDA's grid)."""
     for r in range(0, M, dispatch.ROWS_PER_LAUNCH):
         rows = min(dispatch.ROWS_PER_LAUNCH, M - r)
-        kernel.launch(_problem(rows, width, K, lda, width, width, float(alpha), float(beta)), A[r:r + rows], B,
-                      wide[r:r + rows])
+        kernel.launch(_problem(rows, N, K, lda, ldb, ldc, float(alpha), float(beta)), A[r:r + rows], B, C[r:r + rows])
 
 
 def _copy_columns(dst, ld_dst: int, src, ld_src: int, rows: int, cols: int, cp) -> None:

@@ -342,15 +342,19 @@ def _reshaped(p: Problem, dev: dict, gpu: str, aligned: bool, m: Model) -> list[
     return [f for f in found if not math.isnan(f.predicted_us)]
 
 
+def pad_widths(N: int) -> tuple[int, ...]:
+    """The widths past N a C of N columns may be run at: N rounded up to whole PAD_TILES-column tiles, for C
+    narrower than PAD_BELOW (none for wider C)."""
+    return () if N >= PAD_BELOW else tuple(sorted({-(-N // w) * w for w in PAD_TILES} - {N}))
+
+
 def _padded(p: Problem, dev: dict, gpu: str, aligned: bool, m: Model) -> list[Plan]:
     """A C of fewer than PAD_BELOW columns run as a wider one (PAD_TILES): the wider product's own plan, with
     the copies priced at the copy bandwidth: B read and written into wider rows, C's buffer read and C written
     (and, where beta is not 0, C read into the buffer first). The columns past N of B's copy hold whatever the
     buffer held: they make only the columns past N of the wider C, which are never copied back."""
-    if p.N >= PAD_BELOW:
-        return []
     found = []
-    for width in sorted({-(-p.N // w) * w for w in PAD_TILES} - {p.N}):
+    for width in pad_widths(p.N):
         q = Problem(p.M, width, p.K, p.lda, width, width, p.alpha, p.beta)
         core = plan_for(q, dev, gpu, aligned, reshape=False)
         c_bytes = 4 * p.M * p.N * (4 if p.beta else 2)

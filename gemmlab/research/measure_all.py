@@ -225,8 +225,8 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
         bar.close()
     if matmul_training:                        # the plan's best few options where it chooses (its own model's)
         shapes = training.DISPATCH_TRAINING_SHAPES
+        trained = training.rows_of(records.Record(path, data))
         if matmul_training == "new":           # only where no round has timed what the plan now runs
-            trained = training.rows_of(records.Record(path, data))
             timed = {records.shape_key(r) for r in trained}
             shapes = training.untried_shapes(shapes, trained)
         new = dated(training.measure_training(shapes, training.DISPATCH_TRIES, progress))
@@ -234,10 +234,10 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
         if matmul_training == "new":
             narrow = [job for job in narrow if job[2] not in timed]
         _precompile([(registry.get(kernel), cfg) for kernel, cfg, _ in narrow], progress)
-        new += dated(training.measure_narrow_tiles(narrow, progress))
+        new += dated(training.time_jobs(narrow, "chapter 13's narrow tiles", progress))
         # added to the earlier rounds' rows (a new timing of the same launch replaces the old): what an
         # earlier model chose and the GPU disproved stays in the fit, so a refit cannot choose it again
-        training.save_rows(path, _merged(training.rows_of(records.Record(path, data)), new))
+        training.save_rows(path, _merged(trained, new))
     if matmul:
         data["matmul_suite"] = [{**r, **today} for r in training.measure_suite(training.MATMUL_SUITE, training.MATMUL_REPS,
                                                                               progress)]

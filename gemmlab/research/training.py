@@ -203,11 +203,8 @@ def _few_columns_training_shapes(count: int, seed: int) -> tuple[tuple[int, int,
 
 
 def padded_widths(N: int) -> tuple[int, ...]:
-    """The widths a plan may run a C of N columns at (dispatch's padded columns): N itself, and N rounded up
-    to whole 32- and 64-column tiles, for C narrower than PAD_BELOW."""
-    if N >= dispatch.PAD_BELOW:
-        return (N,)
-    return tuple(sorted({N, *(-(-N // w) * w for w in dispatch.PAD_TILES)}))
+    """The widths a plan may run a C of N columns at: N itself, and those dispatch may pad it to."""
+    return (N, *dispatch.pad_widths(N))
 
 
 def narrow_tile_kernel():
@@ -235,11 +232,11 @@ def narrow_tile_jobs(shapes) -> list[tuple[str, dict, tuple[int, int, int]]]:
             for cfg in NARROW_TILES if cfg["BN"] <= width and cfg["BM"] <= M]
 
 
-def measure_narrow_tiles(jobs, progress: bool = True) -> list[dict]:
-    """Each job validated, then timed against cuBLAS (bench.bench), as measure_training times its options."""
+def time_jobs(jobs, desc: str, progress: bool = True) -> list[dict]:
+    """Each (kernel, configuration, shape) validated, then timed against cuBLAS (bench.bench): a training row."""
     from tqdm.auto import tqdm
     return [bench.bench(kernel, cfg, shape, budget_s=0.25).as_row()
-            for kernel, cfg, shape in tqdm(jobs, desc="chapter 13's narrow tiles", disable=not progress)]
+            for kernel, cfg, shape in tqdm(jobs, desc=desc, disable=not progress)]
 
 
 def _ragged_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
@@ -309,7 +306,6 @@ def measure_training(shapes, tries: int, progress: bool = True) -> list[dict]:
     dispatch.RUNNERS_UP kernels those leave out, each validated then timed against cuBLAS: what the
     model is refitted on (research.fit.training_rows), where its choices are made. The other kernels' best
     are there for the model's mistakes against them: a kernel it under-rates is otherwise never timed."""
-    from tqdm.auto import tqdm
     dev, gpu = dispatch.device_facts()
     m = time_model.model(dev["name"])
     jobs = []
@@ -330,8 +326,7 @@ def measure_training(shapes, tries: int, progress: bool = True) -> list[dict]:
                 kernels.add(o.launch.spec.name)
                 others.append((o.launch.spec, o.launch.params))
         jobs += [(spec, params, shape) for spec, params in seen + others]
-    return [bench.bench(spec, params, shape, budget_s=0.25).as_row()
-            for spec, params, shape in tqdm(jobs, desc="gemmlab.matmul's training shapes", disable=not progress)]
+    return time_jobs(jobs, "gemmlab.matmul's training shapes", progress)
 
 
 def measure_heatmap(spec, sizes, ks, progress: bool = True) -> list[dict]:
