@@ -193,30 +193,57 @@ def test_a_c_of_few_columns_may_run_padded_to_whole_narrow_tiles():
     assert dispatch._padded(dispatch.Problem(4096, dispatch.PAD_BELOW + 1, 4096), dev, gpu, True, m) == []
 
 
-@pytest.mark.gpu
-def test_a_padded_plan_writes_only_cs_own_columns():
-    """A padded plan, forced, into C that is a slice of a wider matrix, with beta 0 (C poisoned) and not: the
-    product is right, and the columns of the wider matrix past C are as they were."""
-    cp = device.cupy()
-    M, N, K = 3001, 23, 517
+def test_a_c_of_few_rows_may_run_padded_to_whole_tiles():
+    """Under PAD_BELOW rows the plan may run C as one of M rounded up to 32 or 64 rows: the taller problem's
+    own plan (A and C that tall, A's rows packed), the copies priced on top; it says so. Where C is narrow
+    too, both are offered, each alone."""
     dev, gpu = dispatch.device_facts()
-    problem = dispatch.Problem(M, N, K, K, N, N + 9)
+    m = time_model.model(dev["name"])
+    problem = dispatch.Problem(24, 4096, 11008, 11010, 4100, 4096)
+    padded = dispatch._padded(problem, dev, gpu, True, m)
+    assert sorted(p.pad_m for p in padded) == [32, 64] and all(p.pad_n == 0 and p.stage_ldb == 0 for p in padded)
+    for plan in padded:
+        launched = plan.choice.launch.problem
+        assert (launched.M, launched.N, launched.K, launched.lda, launched.ldb, launched.ldc) == (
+            plan.pad_m, 4096, 11008, 11008, 4100, 4096)
+        assert plan.problem == problem and plan.stage_us > 0
+        assert plan.predicted_us == pytest.approx(plan.choice.predicted_us + plan.stage_us)
+        assert f"run {plan.pad_m} rows tall" in plan.label and plan.label in str(plan).splitlines()[0]
+        assert f"C's 24 rows are run as {plan.pad_m}" in str(plan)
+    both = dispatch._padded(dispatch.Problem(40, 24, 4096), dev, gpu, True, m)
+    assert sorted((p.pad_m, p.pad_n) for p in both) == [(0, 32), (0, 64), (64, 0)]
+    assert dispatch._padded(dispatch.Problem(64, 4096, 4096), dev, gpu, True, m) == []
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(3001, 23, 517), (19, 3001, 517)], ids=["few-columns", "few-rows"])
+def test_a_padded_plan_writes_only_cs_own_rows_and_columns(shape):
+    """Each padded plan (wider or taller C), forced, into C that is a slice of a wider matrix with rows below
+    it, A of padded rows, with beta 0 (C poisoned) and not: the product is right, and the wider matrix past C's
+    rows and columns is as it was."""
+    cp = device.cupy()
+    M, N, K = shape
+    dev, gpu = dispatch.device_facts()
+    problem = dispatch.Problem(M, N, K, K + 3, N, N + 9)
     crng = cp.random.default_rng(8)
-    A = crng.uniform(-1, 1, (M, K), dtype=cp.float32)
+    A = crng.uniform(-1, 1, (M, K + 3), dtype=cp.float32)[:, :K]
     B = crng.uniform(-1, 1, (K, N), dtype=cp.float32)
-    for plan in dispatch._padded(problem, dev, gpu, True, time_model.model(dev["name"])):
+    plans = dispatch._padded(problem, dev, gpu, True, time_model.model(dev["name"]))
+    assert plans
+    for plan in plans:
         for alpha, beta in ((1.0, 0.0), (2.0, -0.5)):
-            wide = crng.uniform(-1, 1, (M, N + 9), dtype=cp.float32)
-            C = wide[:, :N]
+            big = crng.uniform(-1, 1, (M + 5, N + 9), dtype=cp.float32)
+            C = big[:M, :N]
             C0 = C.copy()
             if beta == 0.0:
                 C[...] = cp.nan
-            outside = wide[:, N:].copy()
+            outside = big.copy()
             with pytest.MonkeyPatch.context() as mp:
                 mp.setattr(library.dispatch, "plan", lambda *args, plan=plan: plan)
                 assert gemmlab.matmul(A, B, out=C, alpha=alpha, beta=beta) is C
             _assert_right(cp, C, A, B, C0 if beta else None, alpha, beta, what=f"{plan.label}, beta {beta}")
-            assert bool((wide[:, N:] == outside).all()), f"{plan.label}: wrote past C's columns"
+            assert bool((big[:, N:] == outside[:, N:]).all()), f"{plan.label}: wrote past C's columns"
+            assert bool((big[M:] == outside[M:]).all()), f"{plan.label}: wrote past C's rows"
 
 
 @pytest.mark.gpu
@@ -317,6 +344,13 @@ def test_the_suite_table_gives_the_geometric_mean_and_the_smallest_ratio():
     table = library.suite_table(rows)
     assert "geometric mean of the ratios 1.000, smallest 0.500 (2x64x64), 3 shapes" in table
     assert table.splitlines()[1].split()[:2] == ["1x64x64", "k"]
+
+
+def test_a_suite_rows_marks_say_how_its_call_was_reshaped():
+    assert library.reshaped_marks({"peeled": True, "staged": True, "padded": 0, "padded_rows": 0}) == ["+edges", "+copyB"]
+    assert library.reshaped_marks({"peeled": False, "staged": False, "padded": 32}) == ["+padN"]
+    assert library.reshaped_marks({"padded": 0, "padded_rows": 64}) == ["+padM"]
+    assert library.reshaped_marks({}) == []
 
 
 @pytest.mark.gpu

@@ -198,15 +198,20 @@ def _run(C, A, lda: int, B, ldb: int, M: int, N: int, K: int, alpha: float, beta
         lc = Layout(False, N)
     aligned = _aligned(A, B, C)
     plan = first_use.adjusted(dispatch.plan(M, N, K, lda, ldb, lc.ld, aligned), aligned)
-    if plan.pad_n:                                   # run as a wider C: B and C padded to pad_n columns
-        wide = cp.empty((M, plan.pad_n), cp.float32)
+    if plan.pad_n or plan.pad_m:                     # run as a wider or taller C, in a buffer
+        rows, cols = plan.pad_m or M, plan.pad_n or N
+        padded = cp.empty((rows, cols), cp.float32)
         if beta != 0:
-            _copy_columns(wide, plan.pad_n, C, lc.ld, M, N, cp)
-        # B's columns past N are left as the buffer had them: column j of C depends on column j of B alone,
-        # and the columns past N are never copied back (zeroing them cost a launch, about 8 us)
-        _launch_in_rows(_kernel(plan), M, plan.pad_n, K, lda, plan.pad_n, plan.pad_n, alpha, beta, A,
-                        _staged(B, K, N, ldb, plan.pad_n, cp), wide)
-        _copy_columns(C, lc.ld, wide, plan.pad_n, M, N, cp)
+            _copy_columns(padded, cols, C, lc.ld, M, N, cp)
+        # B's columns past N (A's rows past M) are left as the buffer had them: column j of C depends on
+        # column j of B alone (row i on row i of A), and C's columns (rows) past its own are never copied back
+        # (zeroing them cost a launch, about 8 us)
+        if plan.pad_n:
+            B, ldb = _staged(B, K, N, ldb, cols, cp), cols
+        else:
+            A, lda = _staged(A, M, K, lda, K, cp, rows), K
+        _launch_in_rows(_kernel(plan), rows, cols, K, lda, ldb, cols, alpha, beta, A, B, padded)
+        _copy_columns(C, lc.ld, padded, cols, M, N, cp)
         if C is not target:
             target[...] = C
         return None
@@ -239,18 +244,24 @@ def _launch_in_rows(kernel: bench.Kernel, M: int, N: int, K: int, lda: int, ldb:
         kernel.launch(_problem(rows, N, K, lda, ldb, ldc, float(alpha), float(beta)), A[r:r + rows], B, C[r:r + rows])
 
 
+def _rows_of(array, ld: int, rows: int, cols: int, cp):
+    """The first `cols` columns of `rows` rows of the buffer `array` starts, rows `ld` floats apart, as a view."""
+    return cp.ndarray((rows, cols), cp.float32, array.data, strides=(ld * 4, 4))
+
+
 def _copy_columns(dst, ld_dst: int, src, ld_src: int, rows: int, cols: int, cp) -> None:
-    """The first `cols` columns of `rows` rows from src to dst (rows ld_src and ld_dst floats apart): one 2-D
-    copy by the CUDA runtime, on the current stream."""
-    cp.cuda.runtime.memcpy2DAsync(dst.data.ptr, ld_dst * 4, src.data.ptr, ld_src * 4, cols * 4, rows,
-                                  cp.cuda.runtime.memcpyDeviceToDevice, cp.cuda.get_current_stream().ptr)
+    """The first `cols` columns of `rows` rows from src to dst (rows ld_src and ld_dst floats apart), by CuPy's
+    elementwise copy on the current stream: at a few columns it took 4.4-6.0 us where the CUDA runtime's 2-D
+    copy took 6.0-10.2 (docs/dispatch-history.md, round 21)."""
+    _rows_of(dst, ld_dst, rows, cols, cp)[...] = _rows_of(src, ld_src, rows, cols, cp)
 
 
-def _staged(B, K: int, N: int, ldb: int, stage_ldb: int, cp):
-    """B (K x N, rows ldb floats apart) copied into a new buffer with rows stage_ldb floats apart (a 16-byte
-    multiple): one 2-D copy by the CUDA runtime, on the current stream. The columns past N are not written."""
-    staged = cp.empty((K, stage_ldb), cp.float32)
-    _copy_columns(staged, stage_ldb, B, ldb, K, N, cp)
+def _staged(X, rows: int, cols: int, ld: int, stage_ld: int, cp, stage_rows: int = 0):
+    """X (rows x cols, rows ld floats apart) copied into a new buffer of `stage_rows` (at least `rows`) rows
+    stage_ld floats apart (a 16-byte multiple), on the current stream. The columns past `cols` and the rows
+    past `rows` are not written."""
+    staged = cp.empty((max(rows, stage_rows), stage_ld), cp.float32)
+    _copy_columns(staged, stage_ld, X, ld, rows, cols, cp)
     return staged
 
 
@@ -291,8 +302,9 @@ def suite_table(rows: list[dict]) -> str:
 
 def reshaped_marks(row: dict) -> list[str]:
     """'+edges' where a suite row's plan ran peeled, '+copyB' where on a copy of B (both, or neither), '+padN'
-    where C's columns were padded."""
-    return [mark for mark, key in (("+edges", "peeled"), ("+copyB", "staged"), ("+padN", "padded")) if row.get(key)]
+    where C's columns were padded, '+padM' where its rows were."""
+    return [mark for mark, key in (("+edges", "peeled"), ("+copyB", "staged"), ("+padN", "padded"),
+                                   ("+padM", "padded_rows")) if row.get(key)]
 
 
 def suite_summary(rows: list[dict]) -> list[str]:

@@ -10,7 +10,8 @@ decide which side of the roofline the shape is on.
 A plan may also reshape a call (`_reshaped`): copy B first into 16-byte rows, peel the few rows and
 columns past a multiple of 128 into thin products of their own, each part with its own plan, or run a C of
 a few columns as a wider one (B's columns and C's padded to whole narrow tiles); it does where the parts
-together, the copies priced at the copy bandwidth, are predicted faster.
+together, the copies priced at the copy bandwidth, are predicted faster; or run a C of a few rows as a
+taller one (A's rows and C's padded to whole tiles), the same way.
 
 The frozen model needs no GPU and no compile, so the same call always gives the same plan.
 """
@@ -46,6 +47,9 @@ PEEL_MAX = 32
 # PAD_TILES-column tiles (B copied into rows that wide; C computed in a buffer that
 # wide, its first N columns copied back): tiles wider than C are refused (chapter 13's `tile-fits`), and at 17
 # to 63 columns its narrow tiles on the padded C beat what can run C as it is (docs/dispatch-history.md).
+# Padded rows likewise: a C of fewer than PAD_BELOW rows may be run as one of M rounded up to whole tiles of
+# PAD_TILES rows (A copied into that many rows, C computed in a buffer that tall, its first M rows copied
+# back): chapter 13's 32-row tiles, which C of 9 to 31 rows refuses, against the streaming kernel.
 PAD_BELOW = 128
 PAD_TILES = (32, 64)
 # The most rows of C one launch takes: CUDA's 65,535 block rows of the smallest tile any kernel has (8
@@ -92,6 +96,7 @@ class Plan:
     stage_ldb: int = 0             # B is first copied into rows this many floats apart (0: read as it lies)
     stage_us: float = 0.0          # what the model says that copy takes (with padded columns, all the copies)
     pad_n: int = 0                 # C is computed this many columns wide, B and C padded (0: as it is)
+    pad_m: int = 0                 # C is computed this many rows tall, A and C padded (0: as it is)
 
     @property
     def predicted_us(self) -> float:
@@ -107,6 +112,8 @@ class Plan:
                 f"{_part_size(part)} past them by {part.plan.choice.label}" for part in self.parts))
         if self.pad_n:
             out.append(f"run {self.pad_n} columns wide (B and C padded)")
+        elif self.pad_m:
+            out.append(f"run {self.pad_m} rows tall (A and C padded)")
         elif self.stage_ldb:
             out.append(f"B copied into rows of {self.stage_ldb:,} floats")
         return "; ".join(out)
@@ -166,6 +173,10 @@ class Plan:
             alignment += (f"; C's {p.N} columns are run as {self.pad_n}: B is copied into rows of {self.pad_n} floats "
                           f"and C computed in a buffer {self.pad_n} wide, its first "
                           f"{p.N} columns copied back (predicted {self.stage_us:,.1f} us)")
+        elif self.pad_m:
+            alignment += (f"; C's {p.M} rows are run as {self.pad_m}: A is copied into {self.pad_m} rows and C "
+                          f"computed in a buffer {self.pad_m} rows tall, its first {p.M} rows copied back "
+                          f"(predicted {self.stage_us:,.1f} us)")
         elif self.stage_ldb:
             alignment += (f"; B is copied first into rows of {self.stage_ldb} floats, so that its 16-byte copies can "
                           f"run (predicted {self.stage_us:,.1f} us)")
@@ -192,7 +203,8 @@ class Plan:
                  *(f"  - {r}" for r in self.reasons())]
         if self.others:
             same = (" for the same rows and columns, against the choice's launch alone" if self.core else
-                    f" for the same {self.pad_n} columns, against the choice's launch alone" if self.pad_n else "")
+                    f" for the same {self.pad_n} columns, against the choice's launch alone" if self.pad_n else
+                    f" for the same {self.pad_m} rows, against the choice's launch alone" if self.pad_m else "")
             lines.append(f"  next best{same}: " + "; ".join(
                 f"{o.label} {o.predicted_us:,.1f} us (+{o.predicted_us / c.predicted_us - 1:.0%})" for o in self.others))
         lines += [f"  cannot run it: {r}" for r in self.refused]
@@ -342,24 +354,30 @@ def _reshaped(p: Problem, dev: dict, gpu: str, aligned: bool, m: Model) -> list[
     return [f for f in found if not math.isnan(f.predicted_us)]
 
 
-def pad_widths(N: int) -> tuple[int, ...]:
-    """The widths past N a C of N columns may be run at: N rounded up to whole PAD_TILES-column tiles, for C
-    narrower than PAD_BELOW (none for wider C)."""
-    return () if N >= PAD_BELOW else tuple(sorted({-(-N // w) * w for w in PAD_TILES} - {N}))
+def pad_sizes(n: int) -> tuple[int, ...]:
+    """The sizes past n a side of C of n rows or columns may be run at: n rounded up to whole PAD_TILES tiles,
+    for a side shorter than PAD_BELOW (none for a longer one)."""
+    return () if n >= PAD_BELOW else tuple(sorted({-(-n // w) * w for w in PAD_TILES} - {n}))
 
 
 def _padded(p: Problem, dev: dict, gpu: str, aligned: bool, m: Model) -> list[Plan]:
-    """A C of fewer than PAD_BELOW columns run as a wider one (PAD_TILES): the wider product's own plan, with
-    the copies priced at the copy bandwidth: B read and written into wider rows, C's buffer read and C written
-    (and, where beta is not 0, C read into the buffer first). The columns past N of B's copy hold whatever the
-    buffer held: they make only the columns past N of the wider C, which are never copied back."""
+    """A C of fewer than PAD_BELOW columns (rows) run as a wider (taller) one, PAD_TILES: the bigger product's
+    own plan, with the copies priced at the copy bandwidth: B (A) read and written into the bigger buffer, C's
+    buffer read and C written (and, where beta is not 0, C read into the buffer first). What the buffer holds
+    past B's N columns (A's M rows) is left as it was: it makes only columns (rows) of the bigger C past C's,
+    which are never copied back."""
+    c_us = _dram_us(m, dev, 4 * p.M * p.N * (4 if p.beta else 2))
     found = []
-    for width in pad_widths(p.N):
-        q = Problem(p.M, width, p.K, p.lda, width, width, p.alpha, p.beta)
-        core = plan_for(q, dev, gpu, aligned, reshape=False)
-        c_bytes = 4 * p.M * p.N * (4 if p.beta else 2)
-        stage_us = _dram_us(m, dev, 4 * p.K * p.N * 2) + _dram_us(m, dev, c_bytes)
+    for width in pad_sizes(p.N):
+        core = plan_for(Problem(p.M, width, p.K, p.lda, width, width, p.alpha, p.beta), dev, gpu, aligned,
+                        reshape=False)
+        stage_us = _dram_us(m, dev, 4 * p.K * p.N * 2) + c_us
         found.append(dataclasses.replace(core, problem=p, stage_ldb=width, stage_us=stage_us, pad_n=width))
+    for height in pad_sizes(p.M):
+        core = plan_for(Problem(height, p.N, p.K, p.K, p.ldb, p.N, p.alpha, p.beta), dev, gpu, aligned,
+                        reshape=False)
+        stage_us = _dram_us(m, dev, 4 * p.M * p.K * 2) + c_us
+        found.append(dataclasses.replace(core, problem=p, stage_us=stage_us, pad_m=height))
     return found
 
 

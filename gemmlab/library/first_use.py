@@ -114,7 +114,7 @@ def adjusted(plan: Plan, aligned: bool = True, timer=_time, checker=_right, say=
 
 def _adjust(plan: Plan, aligned: bool, timer, checker, say: bool) -> Plan:
     gpu = device_facts()[0]["name"]
-    if has_model(gpu) or plan.core or plan.stage_ldb or plan.launches > 1:
+    if has_model(gpu) or plan.core or plan.stage_ldb or plan.pad_m or plan.launches > 1:
         return plan
     path = _store_path()
     store = _load(path)

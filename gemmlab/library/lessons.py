@@ -120,7 +120,8 @@ def show_matmul_suite() -> None:
              f"median). The whole call is timed, as a user makes it. A plan marked +edges ran peeled (whole tiles, "
              f"then the rows or columns past them by plans of their own), one marked +copyB on a copy of B in 16-byte "
              f"rows" + (", one marked +padN with C's columns padded to whole narrow tiles" if any(r.get("padded") for r in rows)
-                        else "") + ".")
+                        else "") + (", one marked +padM with C's rows padded to whole tiles"
+                                    if any(r.get("padded_rows") for r in rows) else "") + ".")
     heat = rec.data.get("matmul_heatmap")
     if heat:
         plots.dispatch_heatmaps(heat, heat[0]["kernel"], f"measured on {rec.device['name']}, {heat[0]['date']}")

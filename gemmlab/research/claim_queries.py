@@ -119,6 +119,7 @@ def _plan(args: list[str]):
               "predicted_us": p.predicted_us, "predicted_gflops": p.problem.flops / p.predicted_us / 1e3,
               "launches": float(p.launches), "k_split": float(launch.k_split), "pieces": float(launch.pieces),
               "split_tiles": float(launch.split_tiles), "stage_ldb": float(p.stage_ldb), "pad_n": float(p.pad_n),
+              "pad_m": float(p.pad_m),
               "peeled": float(p.core is not None), "parts": float(len(p.parts)), "streams": float(registry.model(p.spec).streams),
               "others_slower": float(all(o.predicted_us > p.choice.predicted_us for o in p.others))}
     if args[1] not in fields:

@@ -54,7 +54,8 @@ CLASS_SUITE = {
     "headline squares": ((2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192)),
     "few rows, large K (decode batches)": ((1, 11008, 4096), (8, 4096, 11008), (17, 4096, 4096),
                                            (24, 11008, 4096), (32, 14336, 4096), (48, 4096, 14336),
-                                           (64, 8192, 8192), (16, 32000, 4096)),
+                                           (64, 8192, 8192), (16, 32000, 4096), (12, 14336, 4096),
+                                           (28, 4096, 14336), (20, 5120, 5120)),
     "few columns, large K": ((11008, 1, 4096), (4096, 24, 11008), (8192, 48, 8192), (14336, 64, 4096)),
     "K of 32 or less": ((4096, 4096, 7), (8192, 8192, 16), (4096, 16384, 32), (2048, 2048, 1),
                         (16384, 1024, 3), (1000, 3000, 24)),
@@ -204,7 +205,7 @@ def _few_columns_training_shapes(count: int, seed: int) -> tuple[tuple[int, int,
 
 def padded_widths(N: int) -> tuple[int, ...]:
     """The widths a plan may run a C of N columns at: N itself, and those dispatch may pad it to."""
-    return (N, *dispatch.pad_widths(N))
+    return (N, *dispatch.pad_sizes(N))
 
 
 def narrow_tile_kernel():
@@ -281,7 +282,8 @@ def measure_suite(shapes, reps: int, progress: bool = True) -> list[dict]:
         plan = dispatch.plan(*shape)
         rows.append({**m.as_row(), "kernel": "matmul", "params": plan.params, "plan_kernel": plan.spec.name,
                      "predicted_us": plan.predicted_us, "peeled": plan.core is not None,
-                     "staged": bool(plan.stage_ldb) and not plan.pad_n, "padded": plan.pad_n})
+                     "staged": bool(plan.stage_ldb) and not plan.pad_n, "padded": plan.pad_n,
+                     "padded_rows": plan.pad_m})
     return rows
 
 
