@@ -94,7 +94,7 @@ class Plan:
     core: tuple[int, int] | None = None   # the rows and columns `choice` runs (None: all of C)
     parts: tuple["Part", ...] = ()  # the rest of C, each block by a plan of its own
     stage_ldb: int = 0             # B is first copied into rows this many floats apart (0: read as it lies)
-    stage_us: float = 0.0          # what the model says that copy takes (with padded columns, all the copies)
+    stage_us: float = 0.0          # what the model says that copy takes (with padded rows or columns, all the copies)
     pad_n: int = 0                 # C is computed this many columns wide, B and C padded (0: as it is)
     pad_m: int = 0                 # C is computed this many rows tall, A and C padded (0: as it is)
 
