@@ -231,19 +231,23 @@ def test_a_padded_plan_writes_only_cs_own_rows_and_columns(shape):
     plans = dispatch._padded(problem, dev, gpu, True, time_model.model(dev["name"]))
     assert plans
     for plan in plans:
-        for alpha, beta in ((1.0, 0.0), (2.0, -0.5)):
-            big = crng.uniform(-1, 1, (M + 5, N + 9), dtype=cp.float32)
-            C = big[:M, :N]
-            C0 = C.copy()
-            if beta == 0.0:
-                C[...] = cp.nan
-            outside = big.copy()
-            with pytest.MonkeyPatch.context() as mp:
-                mp.setattr(library.dispatch, "plan", lambda *args, plan=plan: plan)
-                assert gemmlab.matmul(A, B, out=C, alpha=alpha, beta=beta) is C
-            _assert_right(cp, C, A, B, C0 if beta else None, alpha, beta, what=f"{plan.label}, beta {beta}")
-            assert bool((big[:, N:] == outside[:, N:]).all()), f"{plan.label}: wrote past C's columns"
-            assert bool((big[M:] == outside[M:]).all()), f"{plan.label}: wrote past C's rows"
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(library.dispatch, "plan", lambda *args, plan=plan: plan)
+            mp.setattr(library, "_prepared", {})
+            for alpha, beta in ((1.0, 0.0), (2.0, -0.5)):
+                for call in ("first", "prepared"):      # the second call of a signature takes the prepared one
+                    big = crng.uniform(-1, 1, (M + 5, N + 9), dtype=cp.float32)
+                    C = big[:M, :N]
+                    C0 = C.copy()
+                    if beta == 0.0:
+                        C[...] = cp.nan
+                    outside = big.copy()
+                    assert gemmlab.matmul(A, B, out=C, alpha=alpha, beta=beta) is C
+                    what = f"{plan.label}, beta {beta}, {call} call"
+                    _assert_right(cp, C, A, B, C0 if beta else None, alpha, beta, what=what)
+                    assert bool((big[:, N:] == outside[:, N:]).all()), f"{what}: wrote past C's columns"
+                    assert bool((big[M:] == outside[M:]).all()), f"{what}: wrote past C's rows"
+            assert len(library._prepared) == 2, "each signature's padded call is prepared once"
 
 
 @pytest.mark.gpu

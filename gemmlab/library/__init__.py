@@ -199,22 +199,12 @@ def _run(C, A, lda: int, B, ldb: int, M: int, N: int, K: int, alpha: float, beta
     aligned = _aligned(A, B, C)
     plan = first_use.adjusted(dispatch.plan(M, N, K, lda, ldb, lc.ld, aligned), aligned)
     if plan.pad_n or plan.pad_m:                     # run as a wider or taller C, in a buffer
-        rows, cols = plan.pad_m or M, plan.pad_n or N
-        padded = cp.empty((rows, cols), cp.float32)
-        if beta != 0:
-            _copy_columns(padded, cols, C, lc.ld, M, N, cp)
-        # B's columns past N (A's rows past M) are left as the buffer had them: column j of C depends on
-        # column j of B alone (row i on row i of A), and C's columns (rows) past its own are never copied back
-        # (zeroing them cost a launch, about 8 us)
-        if plan.pad_n:
-            B, ldb = _staged(B, K, N, ldb, cols, cp), cols
-        else:
-            A, lda = _staged(A, M, K, lda, K, cp, rows), K
-        _launch_in_rows(_kernel(plan), rows, cols, K, lda, ldb, cols, alpha, beta, A, B, padded)
-        _copy_columns(C, lc.ld, padded, cols, M, N, cp)
+        call = _padded_call(plan, M, N, K, lda, ldb, lc.ld, float(alpha), float(beta), cp)
+        call(A, B, C)
         if C is not target:
             target[...] = C
-        return None
+            return None
+        return call if (plan.pad_m or M) <= dispatch.ROWS_PER_LAUNCH else None
     if plan.stage_ldb:
         B, ldb = _staged(B, K, N, ldb, plan.stage_ldb, cp), plan.stage_ldb
     rows, cols = plan.core or (M, N)
@@ -236,6 +226,37 @@ def _run(C, A, lda: int, B, ldb: int, M: int, N: int, K: int, alpha: float, beta
     return launch
 
 
+def _padded_call(plan: dispatch.Plan, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, alpha: float,
+                 beta: float, cp):
+    """call(A, B, C) for a plan that runs C as a taller or wider one (plan.pad_m, plan.pad_n), everything but
+    the buffers worked out once, as for a prepared launch: a padded call makes three launches, and where the host
+    takes longer to issue them than the GPU to run them, the GPU waits between them. B's columns past N (A's
+    rows past M) are left as the buffer had them: column j of C depends on column j of B alone (row i on row i
+    of A), and C's columns (rows) past its own are never copied back (zeroing them cost a launch, about 8 us)."""
+    rows, cols = plan.pad_m or M, plan.pad_n or N
+    kernel = _kernel(plan)
+    if plan.pad_n:
+        problem = _problem(rows, cols, K, lda, cols, cols, alpha, beta)
+    else:
+        problem = _problem(rows, cols, K, K, ldb, cols, alpha, beta)
+    launch = kernel.prepared(problem) if rows <= dispatch.ROWS_PER_LAUNCH else None
+
+    def call(A, B, C) -> None:
+        padded = cp.empty((rows, cols), cp.float32)
+        if beta != 0:
+            _copy_columns(padded, cols, C, ldc, M, N, cp)
+        if plan.pad_n:
+            A_, B_ = A, _staged(B, K, N, ldb, cols, cp)
+        else:
+            A_, B_ = _staged(A, M, K, lda, K, cp, rows), B
+        if launch is not None:
+            launch(A_, B_, padded)
+        else:
+            _launch_in_rows(kernel, rows, cols, K, problem.lda, problem.ldb, cols, alpha, beta, A_, B_, padded)
+        _copy_columns(C, ldc, padded, cols, M, N, cp)
+    return call
+
+
 def _launch_in_rows(kernel: bench.Kernel, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, alpha: float,
                     beta: float, A, B, C) -> None:
     """C (M x N) = alpha A B + beta C by one kernel, in launches of at most ROWS_PER_LAUNCH rows (CUDA's grid)."""
@@ -250,10 +271,15 @@ def _rows_of(array, ld: int, rows: int, cols: int, cp):
 
 
 def _copy_columns(dst, ld_dst: int, src, ld_src: int, rows: int, cols: int, cp) -> None:
-    """The first `cols` columns of `rows` rows from src to dst (rows ld_src and ld_dst floats apart), by CuPy's
-    elementwise copy on the current stream: at a few columns it took 4.4-6.0 us where the CUDA runtime's 2-D
-    copy took 6.0-10.2 (docs/dispatch-history.md, round 21)."""
-    _rows_of(dst, ld_dst, rows, cols, cp)[...] = _rows_of(src, ld_src, rows, cols, cp)
+    """The first `cols` columns of `rows` rows from src to dst (rows ld_src and ld_dst floats apart), on the
+    current stream: one block of memory (rows packed on both sides) by the CUDA runtime's copy, which costs the
+    host least; rows apart by CuPy's elementwise copy, which at a few columns took 4.4-6.0 us where the runtime's
+    2-D copy took 6.0-10.2 (docs/dispatch-history.md, round 21)."""
+    if rows == 1 or ld_dst == ld_src == cols:
+        cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.data.ptr, rows * cols * 4, cp.cuda.runtime.memcpyDeviceToDevice,
+                                    cp.cuda.get_current_stream().ptr)
+    else:
+        _rows_of(dst, ld_dst, rows, cols, cp)[...] = _rows_of(src, ld_src, rows, cols, cp)
 
 
 def _staged(X, rows: int, cols: int, ld: int, stage_ld: int, cp, stage_rows: int = 0):
