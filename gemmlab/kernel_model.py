@@ -35,6 +35,9 @@ class KernelModel:
     # How much a tile off the fast copy path costs, relative to the kernel's defaults' tile (dispatch's model
     # scales its fitted `ragged` by it): 1 where every configuration's slow path costs alike
     slow_weight: Callable[[Params], float] = field(default=lambda p: 1.0)
+    # True for a kernel whose epilogue stores C 16 bytes at a time where C's rows are 16-byte multiples and 4 bytes
+    # at a time where they are not: dispatch's model charges a tile of the latter more (time_model.scalar_stores)
+    vector_stores: bool = False
     # True for a kernel on the memory-bound side (chapter 12): its blocks stream an operand, so dispatch's
     # model charges it by the megabytes it moves as well as by its waves
     streams: bool = False

@@ -362,3 +362,26 @@ def test_narrow_tiles_are_legal_and_timed_at_every_width_a_plan_may_pad_to():
     jobs = training.narrow_tile_jobs([(3000, 24, 5000)])
     assert {shape for _, _, shape in jobs} == {(3000, 24, 5000), (3000, 32, 5000), (3000, 64, 5000)} - {(3000, 24, 5000)}
     assert all(cfg["BN"] <= shape[1] for _, cfg, shape in jobs)
+
+
+def test_a_c_stored_4_bytes_at_a_time_costs_its_tiles_more_at_a_small_k():
+    """Kernels with a 16-byte store path (09-11, 13) store C 4 bytes at a time where its rows are not 16-byte
+    multiples or it is not aligned (time_model.scalar_stores); the model adds its fitted `store` to such a tile's
+    per-tile cost alone: the same launch, only C's row stride changed, is priced higher, and more so at a small K."""
+    eleven, three = registry.KERNELS["11_last_wave"], registry.KERNELS["03_coalescing"]
+    assert time_model.scalar_stores(eleven, Problem(1000, 1001, 8)) == 1.0
+    assert time_model.scalar_stores(eleven, Problem(1000, 1000, 8)) == 0.0
+    assert time_model.scalar_stores(eleven, Problem(1000, 1000, 8), aligned=False) == 1.0
+    assert time_model.scalar_stores(three, Problem(1000, 1001, 8)) == 0.0, "03 has one store path"
+    dev, gpu = dispatch.device_facts()
+    m = time_model.model(dev["name"])
+    assert m.store_by_kernel.get("11_last_wave", 0) > 0
+
+    def priced(M, N, K, ldc):
+        found, _ = dispatch.options(m, Problem(M, N, K, K, N, ldc), dev, gpu, True)
+        return {o.label: o.compute_us for o in found if o.launch.spec is eleven}
+    for K, least in ((8, 1.3), (4096, 1.0)):
+        packed, ragged = priced(4096, 4096, K, 4096), priced(4096, 4096, K, 4098)
+        assert packed and packed.keys() == ragged.keys()
+        ratios = [ragged[k] / packed[k] for k in packed]
+        assert all(r >= 1 for r in ratios) and max(ratios) > least

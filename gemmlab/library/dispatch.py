@@ -29,7 +29,7 @@ from ..launch import Launch, launch_with
 from ..launch import ridge as ridge_of
 from ..spec import INT_MAX, IllegalConfig, KernelSpec, Problem, UnsupportedShape, split_time
 from .time_model import (STREAMING_REACH, Model, NotFitted, blocks_per_sm, config_key, features, model,
-                         split_variants, unsplit, waves)
+                         scalar_stores, split_variants, unsplit, waves)
 
 # No configuration is predicted faster than this much over the best rate (FLOP/s) it reached in the
 # record: per-candidate fits of two costs extrapolate badly from small shapes to large ones. 1: never
@@ -269,7 +269,9 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> t
                 refused.setdefault(spec.name, str(exc))
                 continue
             w, steps, lone, chained, checked, rest = features(spec, params, problem, dev["sm_count"], per_sm)
-            tile_us = (cand.per_tile_us + cand.per_step_us * steps) * scale * \
+            store = m.store_by_kernel.get(spec.name, 0.0) if cand.store is None else cand.store
+            per_tile = cand.per_tile_us * (1 + store * scalar_stores(spec, problem, aligned))
+            tile_us = (per_tile + cand.per_step_us * steps) * scale * \
                 (1 + m.ragged_by_kernel.get(spec.name, m.ragged) * checked)
             fixed = m.launch_us + (m.chain_us if cand.chain_us is None else cand.chain_us) * chained
             alone = m.alone if cand.alone is None else cand.alone

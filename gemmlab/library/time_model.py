@@ -3,7 +3,8 @@ launch's features, and the constants fitted to the record, frozen in gemmlab/fit
 configuration c of a kernel:
 
     compute time = launch + chain x pieces
-                   + rounds x (per_tile_c + per_step_c x K steps) x (1 + ragged_kernel x checked)
+                   + rounds x (per_tile_c x (1 + store_c x scalar) + per_step_c x K steps)
+                            x (1 + ragged_kernel x checked)
     memory time  = launch + operand bytes / DRAM bandwidth        (the roofline's other side)
     time         = the larger of the two, and of FLOPs over the best rate c reached in the record
 
@@ -22,7 +23,10 @@ configuration c of a kernel:
   (launch.Launch.fast_tiles), but no less than one of the busiest SM's blocks where any tile takes it
   (in a launch of one round, one slow tile sets the time), weighted by what the slow path costs the
   configuration's tile against its kernel's defaults' (its model's slow_weight), and `ragged_kernel` how much
-  longer such a tile takes, fitted per copy path (kernels that share one share it).
+  longer such a tile takes, fitted per copy path (kernels that share one share it); `scalar` is 1 where a kernel
+  with a 16-byte store path stores C 4 bytes at a time (C's rows not 16-byte multiples: `scalar_stores`), and
+  `store_c` what that adds to a tile's per-tile cost (its epilogue): fitted per configuration where enough of its
+  rows store so, else its kernel's.
 
 `launch`, `alone`, `chain`, `ragged`, `per_tile` and `per_step` are fitted, by least squares on
 relative error, to the record's autotuner data: every configuration the chapters' sliders offer,
@@ -104,6 +108,13 @@ def copy_path(spec: KernelSpec) -> str | None:
     return None if rule is None else f"{rule.__module__}.{rule.__qualname__}"
 
 
+def scalar_stores(spec: KernelSpec, problem: Problem, aligned: bool = True) -> float:
+    """1 where the kernel stores C 4 bytes at a time though it has a 16-byte path (C's rows not 16-byte multiples,
+    or C not 16-byte aligned: `aligned` false), else 0. Its tiles' epilogues then take longer, which at a small K
+    is most of a tile's time: the model's `store` charges it to the per-tile cost alone."""
+    return 1.0 if registry.model(spec).vector_stores and (problem.ldc % 4 or not aligned) else 0.0
+
+
 def blocks_per_sm(spec: KernelSpec, params: Params, registers: int, static_smem: int, arch: str) -> int:
     res = Resources(registers, static_smem, 0, 0, 0)
     return occupancy(res, spec.threads(params), arch, spec.dynamic_smem(params)).blocks_per_sm
@@ -179,6 +190,7 @@ class Candidate:
     alone: float | None = None     # its own share of a round's time a lone block takes (None: the model's)
     best_tflops: float | None = None   # the best rate it reached in the record (None: no ceiling)
     chain_us: float | None = None  # its own cost per piece of a split tile (None: the model's)
+    store: float | None = None     # its own per-tile cost added by 4-byte stores of C (None: its kernel's)
 
 
 @dataclass(frozen=True)
@@ -194,6 +206,7 @@ class Model:
     dropped: tuple[str, ...]       # kernels left out: their code changed since the fit
     ragged_by_kernel: dict = dataclasses.field(default_factory=dict)   # a kernel's own `ragged`, where fitted
     chain_by_kernel: dict = dataclasses.field(default_factory=dict)    # a kernel's own `chain`, where it has one
+    store_by_kernel: dict = dataclasses.field(default_factory=dict)    # per-tile cost added by 4-byte stores of C
 
     @property
     def label(self) -> str:
@@ -230,11 +243,11 @@ def _candidate(path: Path, i: int, c) -> Candidate:
     for name in ("per_tile_us", "per_step_us"):
         if not number(c.get(name)):
             raise refuse(f"has {name}={c.get(name)!r}, not a number of at least 0")
-    for name in ("alone", "best_tflops", "chain_us"):
+    for name in ("alone", "best_tflops", "chain_us", "store"):
         if c.get(name) is not None and not number(c[name]):
             raise refuse(f"has {name}={c[name]!r}, not a number of at least 0")
     return Candidate(spec, params, c["registers"], c["static_smem"], c["per_tile_us"], c["per_step_us"],
-                     c.get("alone"), c.get("best_tflops"), c.get("chain_us"))
+                     c.get("alone"), c.get("best_tflops"), c.get("chain_us"), c.get("store"))
 
 
 def load(path: Path) -> Model:
@@ -247,7 +260,8 @@ def load(path: Path) -> Model:
         return Model(path, data["device"], data["record"]["date"], float(data["launch_us"]), float(data["alone"]),
                      float(data["chain_us"]), float(data["ragged"]), cands, tuple(changed),
                      {k: float(v) for k, v in data.get("ragged_by_kernel", {}).items()},
-                     {k: float(v) for k, v in data.get("chain_by_kernel", {}).items()})
+                     {k: float(v) for k, v in data.get("chain_by_kernel", {}).items()},
+                     {k: float(v) for k, v in data.get("store_by_kernel", {}).items()})
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise NotFitted(f"the fitted model {path} cannot be read ({exc}); restore it, or remake it from the "
                         f"record with `python -m gemmlab fit`") from None

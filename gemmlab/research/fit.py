@@ -13,7 +13,7 @@ from .. import files, records, registry
 from . import training
 from ..compile import compile_kernel, precompile
 from ..library.time_model import (STREAMING_REACH, blocks_per_sm, config_key, copy_path, features, fitted_path,
-                                  pieces_of, split_variants, unsplit, waves)
+                                  pieces_of, scalar_stores, split_variants, unsplit, waves)
 from ..launch import ridge as ridge_of
 from ..spec import Problem
 
@@ -26,6 +26,8 @@ ALONE_GRID = tuple(np.round(np.arange(0.10, 1.0 + 1e-9, 0.02), 2))
 CHAIN_GRID_US = tuple(np.round(np.arange(0.0, 40.0 + 1e-9, 0.5), 2))
 # ... and of `ragged`, how much longer a tile takes on the checked copy path than on the 16-byte one
 RAGGED_GRID = tuple(np.round(np.arange(0.0, 2.0 + 1e-9, 0.05), 2))
+# ... and of `store`, how much a tile's per-tile cost grows where it stores C 4 bytes at a time
+STORE_GRID = tuple(np.round(np.arange(0.0, 6.0 + 1e-9, 0.1), 2))
 # A candidate's own `alone` is fitted only where at least this many of its rows have blocks alone on
 # an SM or a part-filled last round; with fewer, one row would set it (the model's `alone` is used).
 OWN_ALONE_ROWS = 3
@@ -62,17 +64,17 @@ def candidate_configs(rows: list[dict]) -> list[tuple[str, dict]]:
     return [keep[k] for k in sorted(keep)]
 
 
-def _fit_one(waves: np.ndarray, steps: np.ndarray, us: np.ndarray,
-             launch_us: np.ndarray | float) -> tuple[float, float, float]:
-    """(a, b, squared relative error) minimising sum ((launch + w (a + b k)) / t - 1)^2 with a, b >= 0
+def _fit_one(waves: np.ndarray, steps: np.ndarray, us: np.ndarray, launch_us: np.ndarray | float,
+             tile_scale: np.ndarray | float = 1.0) -> tuple[float, float, float]:
+    """(a, b, squared relative error) minimising sum ((launch + w (a s + b k)) / t - 1)^2 with a, b >= 0
     (w and k as features gives them; `launch` per row: the launch, and a split's chain where there is
-    one)."""
-    return _solve(_gram(waves, steps, us), us, launch_us)
+    one; s, `tile_scale`, per row: 1 + store where a tile stores C 4 bytes at a time)."""
+    return _solve(_gram(waves, steps, us, tile_scale), us, launch_us)
 
 
-def _gram(waves: np.ndarray, steps: np.ndarray, us: np.ndarray) -> tuple:
+def _gram(waves: np.ndarray, steps: np.ndarray, us: np.ndarray, tile_scale: np.ndarray | float = 1.0) -> tuple:
     """The half of _fit_one's least squares that the launch does not change (a grid over the launch reuses it)."""
-    u, v = waves / us, waves * steps / us
+    u, v = waves * tile_scale / us, waves * steps / us
     return u, v, u @ u, u @ v, v @ v
 
 
@@ -93,7 +95,7 @@ class CandidateRows:
     """One candidate's rows as the model sees them (time_model.features), one array entry per row: whole
     rounds `w`, K steps `k`, blocks alone on an SM `lone`, pieces of split tiles `pieces`, the share of
     tiles on the checked copy path `checked`, the last round's fill `rest`, and the measured times `us`;
-    with its blocks per SM."""
+    with its blocks per SM, and where C is stored 4 bytes at a time (`scalar`, time_model.scalar_stores)."""
     w: np.ndarray
     k: np.ndarray
     lone: np.ndarray
@@ -102,17 +104,18 @@ class CandidateRows:
     rest: np.ndarray
     us: np.ndarray
     per_sm: int
-    grams: dict = field(default_factory=dict, compare=False, repr=False)   # (alone, ragged) -> _gram's
+    scalar: np.ndarray
+    grams: dict = field(default_factory=dict, compare=False, repr=False)   # (alone, ragged, store) -> _gram's
 
     def model_waves(self, alone: float, ragged: float) -> np.ndarray:
         return waves(self.w, self.lone, self.rest, alone, self.per_sm) * (1 + ragged * self.checked)
 
-    def error(self, launch_us: float, alone: float, chain_us: float, ragged: float) -> float:
+    def error(self, launch_us: float, alone: float, chain_us: float, ragged: float, store: float = 0.0) -> float:
         """The squared relative error of the best per-tile and per-step costs for these constants (the
-        same numbers _fit_one gives: its launch-free half is kept per alone and ragged)."""
-        key = (alone, ragged)
+        same numbers _fit_one gives: its launch-free half is kept per alone, ragged and store)."""
+        key = (alone, ragged, store)
         if key not in self.grams:
-            self.grams[key] = _gram(self.model_waves(alone, ragged), self.k, self.us)
+            self.grams[key] = _gram(self.model_waves(alone, ragged), self.k, self.us, 1 + store * self.scalar)
         return _solve(self.grams[key], self.us, launch_us + chain_us * self.pieces)[2]
 
 
@@ -147,7 +150,8 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
         best_rates.append(max(Problem(*records.shape_key(r)).flops / (r["ms"] * 1e9) for r in mine))
         feats = [features(spec, r["params"], Problem(*records.shape_key(r)), dev["sm_count"], per_sm) for r in mine]
         columns = [np.array([f[i] for f in feats], dtype=float if i in (1, 3) else None) for i in range(6)]
-        data.append(CandidateRows(*columns, np.array([r["ms"] * 1e3 for r in mine]), per_sm))
+        scalar = np.array([scalar_stores(spec, Problem(*records.shape_key(r))) for r in mine])
+        data.append(CandidateRows(*columns, np.array([r["ms"] * 1e3 for r in mine]), per_sm, scalar))
 
     def total(launch_us: float, alone: float, chain_us: float, ragged: float, of=data) -> float:
         return sum(d.error(launch_us, alone, chain_us, ragged) for d in of)
@@ -177,10 +181,20 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
         if any(np.any(d.pieces > 0) for d in mine):
             chain_by_kernel[name] = float(_best(CHAIN_GRID_US, lambda c: total(
                 launch, alone, c, by_kernel.get(name, ragged), of=mine)))
+    # a kernel that stores C 4 bytes at a time where C's rows are not 16-byte multiples spends longer in its
+    # epilogue there, most of a tile's time at a small K: `store` per kernel, fitted to its rows where any has it,
+    # for its configurations with too few such rows of their own
+    store_by_kernel = {}
+    for name in sorted({kernel for kernel, _ in configs}):
+        mine = [d for (kernel, _), d in zip(configs, data) if kernel == name]
+        if any(np.any(d.scalar > 0) for d in mine):
+            store_by_kernel[name] = float(_best(STORE_GRID, lambda s: sum(
+                d.error(launch, alone, chain_by_kernel.get(name, chain), by_kernel.get(name, ragged), s) for d in mine)))
     candidates, errors = [], []
     for (kernel, params), d, best_tflops in zip(configs, data, best_rates):
         chain_k = chain_by_kernel.get(kernel, chain)
         ragged_k = by_kernel.get(kernel, ragged)
+        store_k = store_by_kernel.get(kernel, 0.0)
         # how fast a block runs on an SM it shares with fewer than a full round depends on the
         # configuration (64 threads alone are latency-bound, 256 are not): each candidate its own
         # `alone`, on the same grid, where enough of its rows have such rounds
@@ -195,15 +209,21 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
         chains = CHAIN_GRID_US if np.count_nonzero(shown) >= OWN_ALONE_ROWS else (chain_k,)
         if len(alones) > 1 or len(chains) > 1:
             own, own_chain = _best(((x, c) for x in alones for c in chains),
-                                   lambda g: d.error(launch, g[0], g[1], ragged_k))
+                                   lambda g: d.error(launch, g[0], g[1], ragged_k, store_k))
+        # and its own `store` where enough of its rows store C 4 bytes at a time (its kernel's one factor alone had
+        # set one configuration's per-tile cost to 0, fitting its few such rows with its many others)
+        own_store = None
+        if np.count_nonzero(d.scalar) >= OWN_ALONE_ROWS:
+            own_store = float(_best(STORE_GRID, lambda s: d.error(launch, own, own_chain, ragged_k, s)))
+        store_c = store_k if own_store is None else own_store
         fixed = launch + own_chain * d.pieces
         w = d.model_waves(own, ragged_k)
-        a, b, _ = _fit_one(w, d.k, d.us, fixed)
-        rel = (fixed + w * (a + b * d.k)) / d.us - 1
+        a, b, _ = _fit_one(w, d.k, d.us, fixed, 1 + store_c * d.scalar)
+        rel = (fixed + w * (a * (1 + store_c * d.scalar) + b * d.k)) / d.us - 1
         errors += list(rel)
         regs, smem = resources[config_key(kernel, params)]
         candidates.append({"kernel": kernel, "params": params, "registers": regs, "static_smem": smem,
-                           "per_tile_us": a, "per_step_us": b, "alone": own, "chain_us": own_chain,
+                           "per_tile_us": a, "per_step_us": b, "alone": own, "chain_us": own_chain, "store": own_store,
                            "best_tflops": round(best_tflops, 3), "rows": len(d.us),
                            "worst_error": float(np.abs(rel).max())})
     errors = np.abs(np.array(errors))
@@ -221,6 +241,7 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
         "ragged": ragged,
         "ragged_by_kernel": by_kernel,
         "chain_by_kernel": chain_by_kernel,
+        "store_by_kernel": store_by_kernel,
         "fit": {"rows": int(errors.size), "median_error": float(np.median(errors)),
                 "worst_error": float(errors.max())},
         "candidates": candidates,

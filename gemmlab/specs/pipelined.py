@@ -76,8 +76,9 @@ def kernel_fields() -> dict:
 
 
 def model_fields() -> dict:
-    """The KernelModel fields 09, 10, 11 and 13 share: the lanes' patches of C, the words of their shared loads."""
-    return dict(owner=owner, smem_word=outer_smem_word(a_transposed=True))
+    """The KernelModel fields 09, 10, 11 and 13 share: the lanes' patches of C, the words of their shared loads,
+    and an epilogue that stores C 16 bytes at a time only where its rows allow."""
+    return dict(owner=owner, smem_word=outer_smem_word(a_transposed=True), vector_stores=True)
 
 
 def issue_rate_params() -> tuple[Param, ...]:
