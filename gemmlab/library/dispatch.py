@@ -257,6 +257,9 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> t
         except (UnsupportedShape, IllegalConfig) as exc:
             refused.setdefault(spec.name, str(exc))
             continue
+        # a tile's cost beyond its K steps, with what storing C 4 bytes at a time adds (the same for every split)
+        store = m.store_by_kernel.get(spec.name, 0.0) if cand.store is None else cand.store
+        per_tile = cand.per_tile_us * (1 + store * scalar_stores(spec, problem, aligned))
         for params in split_variants(spec, cand.params):
             try:
                 # a last-wave split that splits no tile of this launch is the unsplit kernel with the split's
@@ -269,8 +272,6 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> t
                 refused.setdefault(spec.name, str(exc))
                 continue
             w, steps, lone, chained, checked, rest = features(spec, params, problem, dev["sm_count"], per_sm)
-            store = m.store_by_kernel.get(spec.name, 0.0) if cand.store is None else cand.store
-            per_tile = cand.per_tile_us * (1 + store * scalar_stores(spec, problem, aligned))
             tile_us = (per_tile + cand.per_step_us * steps) * scale * \
                 (1 + m.ragged_by_kernel.get(spec.name, m.ragged) * checked)
             fixed = m.launch_us + (m.chain_us if cand.chain_us is None else cand.chain_us) * chained

@@ -50,6 +50,10 @@ def show_plans(shapes: list[tuple[int, int, int]]) -> None:
                + "".join(f", {name}'s {1 + r:.2f}" + (" (at its defaults' tiles; its model weighs other tiles' slow "
                                                       "path by their shape)" if _weighs_tiles(m, name) else "")
                          for name, r in sorted(m.ragged_by_kernel.items()))
+               + "; where C's rows are not 16-byte multiples, so that it is stored 4 bytes at a time, a tile's cost "
+                 "beyond its K steps is " + ", ".join(f"{name}'s {1 + s:.2f} times as long" for name, s
+                                                    in sorted(m.store_by_kernel.items()))
+               + f" ({sum(c.store is not None for c in m.candidates)} configurations have a share of their own)"
                + ". `python -m gemmlab bench matmul --size M N K` times a plan against cuBLAS on a GPU.")
 
 
