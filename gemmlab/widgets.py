@@ -9,7 +9,7 @@ import ipywidgets as w
 
 from . import bench, config_plots, course, records, registry, results
 from .compile import CompileError, compile_kernel
-from .spec import IllegalConfig
+from .spec import IllegalConfig, Problem, UnsupportedShape
 
 
 class Panel(w.VBox):
@@ -72,6 +72,12 @@ def explorer(name: str, arch: str | None = None):
                 if build.resources.spills:
                     print("note: this configuration spills registers to local memory; expect it to be slower")
             with result:
+                try:     # a size the configuration refuses (chapter 12's SIDE=2 takes K of 32 or less): its rule
+                    spec.check_shape(build.params, Problem(size.value, size.value, size.value))
+                except UnsupportedShape as exc:
+                    show_chart(None)
+                    print(f"no measurement at {size.value}³: {exc}")
+                    return
                 try:
                     row = src.result(spec, build.params, size.value)
                 except (records.NotRecorded, records.StaleRecord, bench.ValidationFailed) as exc:

@@ -17,6 +17,12 @@
 //     one strip run at about the same time and only the first reads it from DRAM.
 //   * SIDE 1, few columns (N small): a group of LANES lanes owns one row of A and C, and walks the
 //     row in quads (LANES * 16 contiguous bytes); B's rows (EDGE floats each) come from L1.
+//   * SIDE 2, small K (K of 32 or less): each output is K multiply-adds, and C itself is the big
+//     operand, written once: 4 bytes for 2K FLOPs. A block holds K x 32 UNROLL floats of B in its
+//     threads' registers and its rows of A in shared memory, then stores C row after row, a warp's
+//     32 lanes writing 32 consecutive floats at a time. The stores need no 16-byte alignment to be
+//     whole lines, so an N that is not a multiple of 4 costs nothing here, where the tiled kernels
+//     then store each thread's own columns 4 bytes at a time. K is held in EDGE quads: K <= 4 EDGE.
 //   * 16-byte loads need 16-byte aligned rows: where A's rows (lda, the pointer) are not, A's quads
 //     come in 4-byte loads; where B's are not, or a thread's columns reach past N, B's likewise,
 //     checked. Each operand keeps its 16-byte loads where it can, and every shape is computed.
@@ -223,7 +229,7 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
     }
 }
 
-#else
+#elif SIDE == 1
 // ---- few columns: C[THREADS / LANES rows][EDGE columns] per block, A streamed -------------------
 #define ROWS (THREADS / LANES)
 
@@ -306,6 +312,61 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
 #pragma unroll
         for (int offset = LANES / 2; offset >= 1; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
         if (j % LANES == lane && row < M && col0 + j < N) store_c(C, (size_t)row * ldc + col0 + j, alpha, beta, v);
+    }
+}
+#else
+// ---- small K: C[LANES * WARPS rows][32 * UNROLL columns] per block, C streamed ------------------
+#define KMAX (4 * EDGE)
+#define ROWS (LANES * WARPS)
+
+// A store of C, whose every byte is written once: evict-first (st.global.cs) with EVICT_FIRST.
+__device__ __forceinline__ void stream_out(float* p, float alpha, float beta, float v)
+{
+    const float out = beta == 0.0f ? alpha * v : alpha * v + beta * *p;
+#if EVICT_FIRST
+    __stcs(p, out);
+#else
+    *p = out;
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
+      const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc)
+{
+    __shared__ __align__(16) float a[ROWS][KMAX];        // the block's rows of A, 0 past K and past M
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int row0 = blockIdx.y * ROWS, col = blockIdx.x * (32 * UNROLL) + lane;
+    for (int o = threadIdx.x; o < ROWS * KMAX; o += THREADS) {
+        const int r = o / KMAX, k = o % KMAX;
+        a[r][k] = row0 + r < M && k < K ? __ldg(A + (size_t)(row0 + r) * lda + k) : 0.0f;
+    }
+    float b[KMAX][UNROLL];                               // the thread's columns of B (32 apart), 0 past K and N
+#pragma unroll
+    for (int k = 0; k < KMAX; ++k)
+#pragma unroll
+        for (int t = 0; t < UNROLL; ++t)
+            b[k][t] = k < K && col + 32 * t < N ? __ldg(B + (size_t)k * ldb + col + 32 * t) : 0.0f;
+    __syncthreads();
+
+    // each warp's rows in turn: a row of A from shared memory (one address: a broadcast), UNROLL outputs a
+    // thread, the warp's 32 lanes storing 32 consecutive floats each time, aligned to 16 bytes or not
+    const int rows = min(ROWS, M - row0);
+    for (int r = warp; r < rows; r += WARPS) {
+        float acc[UNROLL];
+#pragma unroll
+        for (int t = 0; t < UNROLL; ++t) acc[t] = 0.0f;
+#pragma unroll
+        for (int k = 0; k < KMAX; k += 4) {
+            const float4 x = *reinterpret_cast<const float4*>(&a[r][k]);
+#pragma unroll
+            for (int t = 0; t < UNROLL; ++t)
+                acc[t] += x.x * b[k][t] + x.y * b[k + 1][t] + x.z * b[k + 2][t] + x.w * b[k + 3][t];
+        }
+        float* c = C + (size_t)(row0 + r) * ldc;
+#pragma unroll
+        for (int t = 0; t < UNROLL; ++t)
+            if (col + 32 * t < N) stream_out(c + col + 32 * t, alpha, beta, acc[t]);
     }
 }
 #endif

@@ -337,6 +337,27 @@ def test_a_training_round_times_shapes_where_the_plan_runs_what_no_round_timed()
         "the shipped training rows time every training shape's choice: run record --matmul-training-new, then fit"
 
 
+def test_class_draws_are_each_of_their_class_and_none_of_the_suites():
+    """`.ci/matmul-draws` judges the plan on shapes drawn as the training rounds draw theirs, with another seed: each
+    shape belongs to the class it is labelled with, the seed decides the draw, and no draw is a suite's shape."""
+    drawn = training.class_draws(60, seed=2028)
+    assert drawn == training.class_draws(60, seed=2028) != training.class_draws(60, seed=41)
+    suites = set(training.MATMUL_SUITE) | {s for group in training.CLASS_SUITE.values() for s in group}
+    for cls, (M, N, K) in drawn:
+        assert (M, N, K) not in suites
+        if cls == "few rows or columns":
+            assert 2 <= min(M, N) <= 64 and K >= 1024
+        elif cls == "K of 32 or less":
+            assert K <= 32 and min(M, N) >= 256
+        elif cls == "M or N not a multiple of 4":
+            assert M % 4 or N % 4
+        elif cls == "primes":
+            assert all(d > 1 and all(d % q for q in range(2, int(d ** 0.5) + 1)) for d in (M, N, K))
+        else:
+            assert cls == "short-wide and tall-thin" and 16 <= min(M, N) <= 128 and max(M, N) >= 8192 and K <= 128
+    assert {cls for cls, _ in drawn} == set(training.DRAWN_CLASSES)
+
+
 def test_a_training_shape_times_its_best_configurations_each_once(monkeypatch):
     """The `tries` options timed at a shape are distinct configurations (each at its best split), not the
     splits of one configuration; the runners-up are other kernels."""

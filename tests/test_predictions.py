@@ -178,7 +178,7 @@ def test_dram_in_flight_is_littles_law_with_the_records_figures():
         ahead = build.occupancy.blocks_per_sm * tile_bytes(spec, build.params)
         assert f"= {ahead / 1e3:.1f} KB per SM" in p.explanation, "what the configuration keeps in flight"
     p = predictions.prediction("dram_in_flight")
-    assert p.answer == pytest.approx(7.7, abs=0.05)
+    assert p.answer == pytest.approx(7.75, abs=0.06)   # the record's copy bandwidth: 2,970-2,982 GB/s
     assert p.is_right(7.7) and p.is_right(7.8) and p.is_right(round(p.answer, 1))
     assert not p.is_right(7.0) and not p.is_right(680) and not p.is_right(11.4) and not p.is_right(16.4)
     assert "2 x 8.2 = 16.4 KB per SM" in p.explanation, "the default: 2 blocks a SM, (128 + 128) x 8 floats a tile"

@@ -6,13 +6,18 @@ from gemmlab import bench, course, records, registry
 from gemmlab.research import training
 from gemmlab import launch as plan
 from gemmlab.library import dispatch, time_model
-from gemmlab.spec import Problem
+from gemmlab.spec import IllegalConfig, Problem, UnsupportedShape
 
 SPEC = registry.KERNELS["12_skinny"]
 
 # each SIDE with a few tile shapes: one row or column a block, several, and the widest lanes
 CONFIGS = [{"SIDE": side, "EDGE": edge, "LANES": lanes, "UNROLL": unroll}
            for side in (0, 1) for edge, lanes, unroll in ((1, 8, 4), (4, 2, 1), (8, 32, 2), (16, 4, 2))]
+# SIDE 2 (small K) at every K it holds (EDGE quads), few and many rows a warp, one to four columns a thread,
+# its stores marked evict-first and not
+SMALL_K_CONFIGS = [{"SIDE": 2, "EDGE": edge, "LANES": lanes, "UNROLL": unroll, "EVICT_FIRST": evict, "THREADS": threads}
+                   for edge, lanes, unroll, evict, threads in ((1, 8, 4, 1, 256), (2, 2, 1, 0, 64), (4, 32, 4, 1, 128),
+                                                               (8, 4, 2, 0, 256), (8, 2, 1, 1, 256))]
 SHAPES = [
     Problem(1, 4096, 1024),                       # a row vector times a matrix: the 16-byte paths
     Problem(1, 4095, 1023),                       # rows of odd length: 4-byte loads of A and B
@@ -34,15 +39,44 @@ def test_skinny_is_right_on_every_load_path(cfg):
         assert check.ok, f"{cfg} {problem}: {check}"
 
 
+def small_k_shapes(edge: int) -> list[Problem]:
+    """K of 1 up to what EDGE holds (4 EDGE), with N not a multiple of 4 or of 32, one row and many, padded rows,
+    alpha and beta."""
+    k = 4 * edge
+    return [Problem(1, 1, 1), Problem(5, 130, max(1, k - 1)), Problem(2049, 7, k, alpha=0.5, beta=-1.0),
+            Problem(33, 100, k, lda=k + 3, ldb=104, ldc=101, alpha=-2.0, beta=0.25), Problem(3000, 4099, k)]
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("side", (0, 1))
+@pytest.mark.parametrize("cfg", SMALL_K_CONFIGS, ids=["-".join(f"{k}{v}" for k, v in c.items()) for c in SMALL_K_CONFIGS])
+def test_small_k_side_is_right_at_every_k_it_holds(cfg):
+    kernel = bench.Kernel(SPEC, cfg)
+    for problem in small_k_shapes(cfg["EDGE"]):
+        check = kernel.validate(problem, seed=7)
+        assert check.ok, f"{cfg} {problem}: {check}"
+
+
+def test_small_k_side_refuses_a_longer_k_and_names_the_rule():
+    params = SPEC.resolve({"SIDE": 2, "EDGE": 2})
+    SPEC.check_shape(params, Problem(100, 100, 8))
+    with pytest.raises(UnsupportedShape) as exc:
+        SPEC.check_shape(params, Problem(100, 100, 9))
+    assert exc.value.rule == "k-fits" and "K=9" in str(exc.value)
+    with pytest.raises(IllegalConfig):
+        SPEC.resolve({"SIDE": 2, "EDGE": 8, "UNROLL": 4})       # 128 floats of B a thread
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("side", (0, 1, 2))
 def test_skinny_is_right_from_pointers_off_16_bytes(side):
     """Operands that start 4 bytes past a 16-byte boundary take the 4-byte loads, and come out right."""
     import cupy as cp
-    kernel = bench.Kernel(SPEC, {"SIDE": side})
-    problem = Problem(6, 300, 200, lda=204, ldb=304, ldc=300)
-    ops = bench.Operands.random(Problem(6, 301, 201, lda=204, ldb=304), seed=5)
-    shifted = bench.Operands(problem, ops.A[:, 1:201], ops.B[1:201, 1:301], cp.full((6, 300), cp.nan, cp.float32), None)
+    kernel = bench.Kernel(SPEC, {"SIDE": side, "EDGE": 8, "UNROLL": 2} if side == 2 else {"SIDE": side})
+    k = 31 if side == 2 else 200
+    problem = Problem(6, 300, k, lda=204, ldb=304, ldc=300)
+    ops = bench.Operands.random(Problem(6, 301, k + 1, lda=204, ldb=304), seed=5)
+    shifted = bench.Operands(problem, ops.A[:, 1:k + 1], ops.B[1:k + 1, 1:301], cp.full((6, 300), cp.nan, cp.float32),
+                             None)
     kernel(shifted)
     check = bench.check(shifted)
     assert check.ok, check
@@ -52,6 +86,8 @@ def test_skinny_tiles_follow_the_side():
     assert SPEC.tile({**SPEC.defaults, "SIDE": 0, "EDGE": 4, "LANES": 8}) == (4, 32)
     assert SPEC.tile({**SPEC.defaults, "SIDE": 1, "EDGE": 8, "LANES": 16, "THREADS": 256}) == (16, 8)
     assert SPEC.k_tile({**SPEC.defaults, "SIDE": 0, "LANES": 8, "THREADS": 256}) == 128   # 32 k-lanes x 4
+    small_k = {**SPEC.defaults, "SIDE": 2, "EDGE": 4, "LANES": 8, "UNROLL": 2, "THREADS": 128}
+    assert SPEC.tile(small_k) == (32, 64) and SPEC.k_tile(small_k) == 16   # 8 rows x 4 warps, 2 x 32 columns
     assert registry.model(SPEC).streams
     assert not any(registry.model(s).streams for s in registry.KERNELS.values() if s is not SPEC)
 
@@ -59,7 +95,7 @@ def test_skinny_tiles_follow_the_side():
 def test_regime_shapes_are_skinny_and_outside_the_suite():
     """The record times the kernel at its regime shapes for the fit; the suite judges the plan on others."""
     for shape in registry.programme(SPEC).regime_shapes:
-        assert min(shape[:2]) <= 128 and shape not in training.MATMUL_SUITE
+        assert (min(shape[:2]) <= 128 or shape[2] <= 32) and shape not in training.MATMUL_SUITE
 
 
 def test_a_streaming_kernel_is_offered_only_on_the_memory_bound_side():

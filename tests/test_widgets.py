@@ -39,6 +39,20 @@ def test_the_explorer_builds_and_answers_its_sliders(capsys):
     assert chart.value == b"" and chart.layout.display == "none", "no chart of another configuration stays"
 
 
+def test_a_size_the_configuration_refuses_names_its_rule_and_draws_no_chart(capsys):
+    """Chapter 12's SIDE=2 takes a K of 32 or less, and the explorer's sizes are squares: it says which rule refuses the
+    size, draws no chart, and moving back to a side that runs there shows its result again."""
+    box = widgets.explorer("12", arch="sm_90")
+    sliders, chart = _controls(box), box.children[-1]
+    capsys.readouterr()
+    sliders["SIDE"].value = 2
+    refused = capsys.readouterr().out
+    assert "no measurement at" in refused and "k-fits" in refused and "TFLOP/s" not in refused
+    assert chart.value == b"" and chart.layout.display == "none"
+    sliders["SIDE"].value = 0
+    assert "TFLOP/s" in capsys.readouterr().out and chart.layout.display != "none"
+
+
 def test_the_explorer_chart_is_the_same_picture_in_any_matplotlib_style():
     """Drawn off pyplot in the default style: a kernel's rc settings or backend do not change it."""
     import matplotlib

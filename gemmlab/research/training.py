@@ -261,11 +261,86 @@ def _ragged_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int]
 
 
 RAGGED_TRAINING_SHAPES = _ragged_training_shapes(24, seed=39)
+
+
+DRAWN_CLASSES = ("few rows or columns", "K of 32 or less", "M or N not a multiple of 4", "primes",
+                 "short-wide and tall-thin")
+
+
+def class_draws(count: int, seed: int) -> tuple[tuple[str, tuple[int, int, int]], ...]:
+    """(class, shape): issue 33's classes in turn, each drawn over its whole width as a user's shapes come (sizes
+    uniform where the class bounds them, log-uniform where it does not, rarely round). A few rows or columns (2-64)
+    against N or M and K of 1,024-24,576; K of 1-32 against M and N of 256-16,384; M or N not a multiple of 4, every
+    size 64-8,192; all three prime, 64-8,192; a short side of 16-128 against 8,192-98,304 with K of 16-128. By a
+    seeded draw, none of them in either suite: the training rounds' draw with one seed, `.ci/matmul-draws` the
+    shapes it is judged on with another."""
+    import random
+    rng = random.Random(seed)
+
+    def log(lo: float, hi: float) -> int:
+        return round(2 ** rng.uniform(lo, hi))
+
+    def ragged(n: int) -> int:
+        return n if n % 4 else n + rng.choice((1, 2, 3))
+
+    draws = (
+        lambda: (rng.randint(2, 64), log(10, 14.58), log(10, 14.58)),           # few rows (transposed: few columns)
+        lambda: (log(8, 14), log(8, 14), rng.randint(1, 32)),
+        lambda: (log(6, 13), ragged(log(6, 13)), log(6, 13)),                    # ragged N (transposed: ragged M)
+        lambda: (_prime(log(6, 13)), _prime(log(6, 13)), _prime(log(6, 13))),
+        lambda: (rng.randint(16, 128), log(13, 16.58), rng.randint(16, 128)),    # short and wide (transposed: tall)
+    )
+    out, i = [], 0
+    while len(out) < count:
+        kind = i % len(draws)
+        M, N, K = draws[kind]()
+        if (i // len(draws)) % 2 and kind in (0, 2, 4):
+            M, N = N, M
+        i += 1
+        if (M, N, K) not in _SUITES and (M, N, K) not in (s for _, s in out) and M * N * K <= 2 ** 38:
+            out.append((DRAWN_CLASSES[kind], (M, N, K)))
+    return tuple(out)
+
+
+def _large_training_shapes(count: int, seed: int, multiple: int = 1) -> tuple[tuple[int, int, int], ...]:
+    """M, N and K of 3,000 to 9,000, drawn uniformly (rounded to `multiple`: rows 16-byte aligned, tiles still ragged),
+    by a seeded draw, none of them in either suite: the largest products, where candidates a few tenths of a percent
+    apart on paper differ by 10% on the GPU (a refit that added new candidates once moved 5000^3 to one that ran 13%
+    slower than the one it had, priced from rows that were nearly all on the checked copy path)."""
+    import random
+    rng = random.Random(seed)
+    shapes = []
+    while len(shapes) < count:
+        shape = tuple(rng.randint(3000, 9000) // multiple * multiple for _ in range(3))
+        if shape not in _SUITES and shape not in shapes:
+            shapes.append(shape)
+    return tuple(shapes)
+
+
+def _short_k_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
+    """K of 128-512 against M and N of 256-8,192 (log-uniform, half of them multiples of 64), by a seeded draw, none of
+    them in either suite: where several kernels' options are priced within a few percent of each other and a refit
+    moves between them (round 22 moved chapter 14's grid at K = 256 from one to another, 3-6% slower)."""
+    import random
+    rng = random.Random(seed)
+    shapes = []
+    while len(shapes) < count:
+        shape = (round(2 ** rng.uniform(8, 13)), round(2 ** rng.uniform(8, 13)), round(2 ** rng.uniform(7, 9)))
+        if len(shapes) % 2:
+            shape = tuple(max(64, d // 64 * 64) for d in shape)
+        if shape not in _SUITES and shape not in shapes:
+            shapes.append(shape)
+    return tuple(shapes)
+
+
 # Where `record --matmul` times the plan's best few options (DISPATCH_TRIES of them) for the fit.
-CLASS_TRAINING_SHAPES = _class_training_shapes(50, seed=33) + _small_k_training_shapes(20, seed=35)
+CLASS_TRAINING_SHAPES = (_class_training_shapes(50, seed=33) + _small_k_training_shapes(20, seed=35)
+                         + tuple(shape for _, shape in class_draws(70, seed=41)))
 DISPATCH_TRAINING_SHAPES = (_training_shapes(48, seed=17) + _skinny_training_shapes(32, seed=12)
                             + _aligned_training_shapes(24, seed=23) + _short_side_training_shapes(16, seed=29)
-                            + CLASS_TRAINING_SHAPES + FEW_COLUMNS_TRAINING_SHAPES + RAGGED_TRAINING_SHAPES)
+                            + CLASS_TRAINING_SHAPES + FEW_COLUMNS_TRAINING_SHAPES + RAGGED_TRAINING_SHAPES
+                            + _large_training_shapes(12, seed=43) + _large_training_shapes(12, seed=47, multiple=8)
+                            + _short_k_training_shapes(16, seed=53))
 DISPATCH_TRIES = 4
 # The grid of the final chapter's heatmap of gemmlab.matmul against cuBLAS (`record --matmul`): M and N
 # over these sizes, at each of these K; before dispatch (the final kernel at its defaults) and after.
@@ -328,6 +403,10 @@ def measure_training(shapes, tries: int, progress: bool = True) -> list[dict]:
                 kernels.add(o.launch.spec.name)
                 others.append((o.launch.spec, o.launch.params))
         jobs += [(spec, params, shape) for spec, params in seen + others]
+    from .. import device
+    if device.available():   # compiled side by side first: one at a time, a round of new shapes waited on NVRTC
+        from ..compile import precompile
+        precompile([(spec.name, params, device.facts().arch) for spec, params, _ in jobs], progress)
     return time_jobs(jobs, "gemmlab.matmul's training shapes", progress)
 
 

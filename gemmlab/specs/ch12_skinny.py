@@ -2,26 +2,33 @@
 operand streamed once in 16-byte loads, the partial sums added with warp shuffles."""
 from ..course import Programme
 from ..kernel_model import KernelModel
-from ..spec import Exercise, KernelSpec, Param, Rule
+from ..spec import Exercise, KernelSpec, Param, Rule, ShapeRule
 from .shared import block_size_rule
 
 _FLOAT = 4
 
 
 def _tile(p) -> tuple[int, int]:
-    """(rows, columns) of C a block owns: EDGE rows of 4 * LANES columns, or a row per LANES lanes of
-    EDGE columns."""
+    """(rows, columns) of C a block owns: EDGE rows of 4 * LANES columns; a row per LANES lanes of EDGE
+    columns; or LANES rows a warp of 32 * UNROLL columns (SIDE 2)."""
+    if p["SIDE"] == 2:
+        return p["LANES"] * (p["THREADS"] // 32), 32 * p["UNROLL"]
     return (p["EDGE"], 4 * p["LANES"]) if p["SIDE"] == 0 else (p["THREADS"] // p["LANES"], p["EDGE"])
 
 
 def _k_tile(p) -> int:
     """K a block's threads cover in one quad each: SIDE 0's k-lanes are the block's THREADS / LANES,
-    SIDE 1's are a row's LANES."""
+    SIDE 1's are a row's LANES; SIDE 2 holds all of K, its EDGE quads."""
+    if p["SIDE"] == 2:
+        return 4 * p["EDGE"]
     return 4 * (p["THREADS"] // p["LANES"] if p["SIDE"] == 0 else p["LANES"])
 
 
 def _smem(p) -> int:
-    """SIDE 0 adds its warps' partial sums in shared memory: one EDGE x 4 LANES tile per warp."""
+    """SIDE 0 adds its warps' partial sums in shared memory: one EDGE x 4 LANES tile per warp. SIDE 2 holds its
+    rows of A there, 4 EDGE floats each."""
+    if p["SIDE"] == 2:
+        return _tile(p)[0] * 4 * p["EDGE"] * _FLOAT
     return (p["THREADS"] // 32) * p["EDGE"] * 4 * p["LANES"] * _FLOAT if p["SIDE"] == 0 else 0
 
 
@@ -29,23 +36,35 @@ SPEC = KernelSpec(
     name="12_skinny", chapter=12, title="12 skinny",
     technique="K split over the threads, the big operand streamed once, partial sums added by warp shuffles",
     params=(
-        Param("SIDE", (0, 1), 0, "0: few rows (small M), B is streamed; 1: few columns (small N), A is streamed"),
-        Param("EDGE", (1, 2, 4, 8, 16), 4, "the short side of the block's C tile: its rows (SIDE 0) or columns (SIDE 1)",
-              slider=(1, 4, 8)),
+        Param("SIDE", (0, 1, 2), 0, "0: few rows (small M), B is streamed; 1: few columns (small N), A is streamed; "
+                                    "2: small K, C is the stream"),
+        Param("EDGE", (1, 2, 4, 8, 16), 4, "the short side of the block's C tile: its rows (SIDE 0) or columns (SIDE 1); "
+                                           "SIDE 2: the K it holds, in quads (K up to 4 x EDGE)",
+              slider=(1, 2, 4, 8)),
         Param("LANES", (2, 4, 8, 16, 32), 8,
-              "lanes side by side on one row: of B, 4 columns each (SIDE 0); of A, along K (SIDE 1)",
+              "lanes side by side on one row: of B, 4 columns each (SIDE 0); of A, along K (SIDE 1); "
+              "SIDE 2: rows of C each warp stores",
               slider=(2, 4, 8, 16, 32)),
         Param("THREADS", (64, 128, 256), 256, "threads a block", slider=(256,)),
-        Param("UNROLL", (1, 2, 4), 4, "16-byte loads of the streamed operand each thread has in flight (x 4 for SIDE 0)",
+        Param("UNROLL", (1, 2, 4), 4, "16-byte loads of the streamed operand each thread has in flight (x 4 for SIDE 0); "
+                                      "SIDE 2: columns of C each thread stores, 32 apart",
               slider=(2, 4)),
-        Param("EVICT_FIRST", (0, 1), 1, "1: the streamed operand's loads are marked evict-first (ld.global.cs), so "
-                                        "they do not push the re-read operand out of L1; 0: plain loads"),
+        Param("EVICT_FIRST", (0, 1), 1, "1: the streamed operand's loads (SIDE 2: C's stores) are marked evict-first "
+                                        "(ld.global.cs, st.global.cs), so they do not push the re-read operand out "
+                                        "of L1; 0: plain loads"),
     ),
     threads=lambda p: p["THREADS"],
     tile=_tile,
     rules=(block_size_rule(lambda p: p["THREADS"]),
            Rule("lanes-in-a-warp", lambda p: 32 % p["LANES"] == 0,
-                lambda p: f"LANES={p['LANES']} must divide a warp's 32 lanes")),
+                lambda p: f"LANES={p['LANES']} must divide a warp's 32 lanes"),
+           Rule("small-k-registers", lambda p: p["SIDE"] != 2 or p["EDGE"] * p["UNROLL"] <= 16,
+                lambda p: (f"SIDE=2 holds 4 x EDGE x UNROLL = {4 * p['EDGE'] * p['UNROLL']} floats of B in each "
+                           f"thread's registers; at most 64 fit beside the rest: lower EDGE or UNROLL"))),
+    shape_rules=(ShapeRule("k-fits", lambda p, pr: p["SIDE"] != 2 or pr.K <= 4 * p["EDGE"],
+                           lambda p, pr: (f"SIDE=2 holds all of K in its threads' registers, up to 4 x EDGE = "
+                                          f"{4 * p['EDGE']}: got K={pr.K}. Use a larger EDGE (K up to 32 at EDGE=8), "
+                                          f"or SIDE 0 or 1")),),
     k_tile=_k_tile,
     static_smem=_smem,
     # steps: from one row a block, each thread with one load in flight, to the defaults
@@ -79,4 +98,6 @@ PROGRAMME = Programme(
     # skinny shapes, none of them in issue 17's suite: where the record times the sliders' configurations
     # besides the squares, so that the plan's fit sees this kernel where it is meant to run
     regime_shapes=((1, 8192, 2048), (8, 4096, 2048), (48, 6144, 2048), (128, 2048, 4096),
-                   (2048, 1, 8192), (8192, 16, 1024), (6144, 6, 3072)))
+                   (2048, 1, 8192), (8192, 16, 1024), (6144, 6, 3072),
+                   # small K (SIDE 2), one for each EDGE, N not a multiple of 4 in three of them
+                   (4096, 4096, 4), (3000, 5001, 7), (6144, 2050, 9), (2048, 6143, 16), (8192, 1024, 27)))
