@@ -20,7 +20,7 @@ def roofline(points, peak_gflops: float, bandwidth_gbs: float, label: str, note:
     """points: (name, FLOP/byte, GFLOP/s). The roof is min(peak, bandwidth x intensity). The ridge's
     label stands along its line at the bottom of the plot, on the side with no point near it, and
     the peak's label above the roof, where no point can be."""
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = plt.subplots(figsize=(7, 4.2) if len(points) <= 12 else (9, 5.6))   # room for many names
     xs = np.logspace(-1.5, 3.5, 200)
     ax.loglog(xs, [model.attainable_gflops(x, peak_gflops, bandwidth_gbs) / 1e3 for x in xs], "k-", lw=1.5)
     ridge = model.ridge_point(peak_gflops, bandwidth_gbs)
@@ -48,29 +48,37 @@ def roofline(points, peak_gflops: float, bandwidth_gbs: float, label: str, note:
 def _point_labels(ax, points, height: float = 0.045):
     """Names (coloured like their points) for points (name, x, y, colour) on log-log axes, top down:
     each in the first place beside its point (right, left, above, below) that covers no point and
-    no label placed before it, else further down to the right, with a thin line to its point."""
+    no label placed before it, else in the free place inside the axes nearest to its point, with a thin
+    line to it (where no place is free, the nearest that overlaps least: a label never leaves the axes)."""
     (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
     frac = lambda v, lo, hi: (np.log10(v) - np.log10(lo)) / (np.log10(hi) - np.log10(lo))
     box_w = ax.get_window_extent().width or 450.0
     at = [(frac(x, x0, x1), frac(y, y0, y1)) for _, x, y, _ in points]
     boxes = [(fx - 0.012, fy - 0.02, fx + 0.012, fy + 0.02) for fx, fy in at]   # the markers
 
-    def free(box):
-        return all(box[2] <= b[0] or b[2] <= box[0] or box[3] <= b[1] or b[3] <= box[1] for b in boxes)
+    def overlaps(box):
+        return sum(not (box[2] <= b[0] or b[2] <= box[0] or box[3] <= b[1] or b[3] <= box[1]) for b in boxes)
+
+    def box_of(tx, ty, ha, width):
+        left = tx - width if ha == "right" else tx
+        return left, ty - height / 2, left + width, ty + height / 2
+
+    inside = lambda box: box[0] >= 0 and box[1] >= 0 and box[2] <= 1 and box[3] <= 1
     for n in sorted(range(len(points)), key=lambda n: -at[n][1]):
         name, x, y, colour = points[n]
         fx, fy = at[n]
-        width = len(name) * 5.0 / box_w           # ~5 points a character at fontsize 8
-        spots = [(fx + 0.02, fy, "left"), (fx - 0.02, fy, "right"), (fx - width / 2, fy + 0.045, "left"),
-                 (fx - width / 2, fy - 0.045, "left")]
-        spots += [(fx + 0.05, fy - step * height, "left") for step in range(1, 30)]
-        for tx, ty, ha in spots:
-            left = tx - width if ha == "right" else tx
-            box = (left, ty - height / 2, left + width, ty + height / 2)
-            if free(box) and box[1] > 0:
-                break
-        boxes.append(box)
-        moved = (tx, ty, ha) not in spots[:4]
+        width = min(len(name) * 5.5 / box_w, 0.98)   # ~5.5 pixels a character at fontsize 8
+        beside = [(fx + 0.02, fy, "left"), (fx - 0.02, fy, "right"), (fx - width / 2, fy + 0.045, "left"),
+                  (fx - width / 2, fy - 0.045, "left")]
+        grid = sorted(((tx, ty, "left") for ty in np.arange(height / 2, 1 - height / 2, height / 2)
+                       for tx in np.arange(0.01, 1 - width, 0.02)),
+                      key=lambda s: (s[0] + width / 2 - fx) ** 2 + (s[1] - fy) ** 2)
+        spots = [s for s in beside + grid if inside(box_of(s[0], s[1], s[2], width))]
+        tx, ty, ha = next((s for s in spots if not overlaps(box_of(s[0], s[1], s[2], width))),
+                          min(spots, key=lambda s: overlaps(box_of(s[0], s[1], s[2], width))) if spots
+                          else (0.01, fy, "left"))
+        boxes.append(box_of(tx, ty, ha, width))
+        moved = (tx, ty, ha) not in beside
         ax.annotate(name, (x, y), xytext=(tx, ty), textcoords="axes fraction", fontsize=8, va="center", ha=ha,
                     color=colour, arrowprops=dict(arrowstyle="-", color=colour, lw=0.6, shrinkA=0, shrinkB=3)
                     if moved else None)

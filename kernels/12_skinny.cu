@@ -4,8 +4,8 @@
 // tiles to fill the GPU, and each element of the big operand is used by only M (or N) rows of C:
 // 2 * M FLOPs per 4 bytes of B. At M = 1 that is half a FLOP per byte, far under the ridge (about
 // 20 FLOPs per byte on the H100): DRAM bandwidth, not FFMA, sets the speed limit. The kernel's one
-// job is to stream the big operand once, at full bandwidth, with enough loads in flight.
-//   * The work is split along K, not only along M and N: every thread of a block walks its own
+// job is to stream the big operand once, at full bandwidth, with enough loads (SIDE 2: stores) in flight.
+//   * SIDE 0 and 1 split the work along K, not only along M and N: every thread of a block walks its own
 //     slice of K (its "k-lane") in quads of 4 floats, 16-byte loads, UNROLL quads in flight at a
 //     time, and keeps partial sums in registers. The partial sums are added at the end, first across
 //     a warp's lanes with shuffles (no shared memory, no barrier), then across warps in shared memory.
@@ -17,13 +17,14 @@
 //     one strip run at about the same time and only the first reads it from DRAM.
 //   * SIDE 1, few columns (N small): a group of LANES lanes owns one row of A and C, and walks the
 //     row in quads (LANES * 16 contiguous bytes); B's rows (EDGE floats each) come from L1.
-//   * SIDE 2, small K (K of 32 or less): each output is K multiply-adds, and C itself is the big
-//     operand, written once: 4 bytes for 2K FLOPs. A block holds K x 32 UNROLL floats of B in its
-//     threads' registers and its rows of A in shared memory, then stores C row after row, a warp's
-//     32 lanes writing 32 consecutive floats at a time. The stores need no 16-byte alignment to be
-//     whole lines, so an N that is not a multiple of 4 costs nothing here, where the tiled kernels
-//     then store each thread's own columns 4 bytes at a time. K is held in EDGE quads: K <= 4 EDGE.
-//   * 16-byte loads need 16-byte aligned rows: where A's rows (lda, the pointer) are not, A's quads
+//   * SIDE 2, small K (K up to 4 EDGE: 32 at EDGE = 8): each output is K multiply-adds, and C itself is
+//     the big operand, written once: 4 bytes for 2K FLOPs. No split along K, no shuffles. Each thread
+//     holds 4 EDGE rows of B (0 past K) for its UNROLL columns, 32 apart, in registers; the block's
+//     rows of A (LANES a warp) sit in shared memory. It then stores C a row at a time, a warp's 32
+//     lanes writing 32 consecutive floats: 128 contiguous bytes a store instruction, whatever the
+//     row's alignment, so an N that is not a multiple of 4 costs little here, where the tiled kernels
+//     then store each thread's own columns 4 bytes at a time. A and B are read 4 bytes at a time.
+//   * SIDE 0 and 1: 16-byte loads need 16-byte aligned rows: where A's rows (lda, the pointer) are not, A's quads
 //     come in 4-byte loads; where B's are not, or a thread's columns reach past N, B's likewise,
 //     checked. Each operand keeps its 16-byte loads where it can, and every shape is computed.
 

@@ -278,3 +278,26 @@ def test_the_hierarchical_roofline_draws_no_point_for_a_level_a_kernel_leaves_al
             expected = len(levels) - (p["kernel"] == "01_naive")
             assert drawn[caption] == expected, caption
         assert any(p["kernel"] == "01_naive" for _, p in rows) == naive_in
+
+
+def test_point_labels_stay_inside_the_axes_however_crowded(record, no_windows):
+    """Chapter 12's roofline has two dozen points, pairs of them at one intensity: every name lands inside the axes
+    (not under the x axis's title), and the ridge's label stays."""
+    peak, bw = 66900.0, 3350.0
+    points = []
+    for i, (m, k) in enumerate([(1, 2048), (8, 2048), (48, 2048), (128, 4096), (2048, 8192), (8192, 1024),
+                                (6144, 3072), (4096, 4), (3000, 7), (6144, 9), (2048, 16), (8192, 27)]):
+        x = 0.5 + k / 64
+        points += [(f"{m}x4096x{k}", x, 1000.0 + 300 * i), (f"cuBLAS {m}x4096x{k}", x, 1100.0 + 300 * i)]
+    plots.roofline(points, peak, bw, record.label)
+    fig = no_windows[0]
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    axes_box = ax.get_window_extent()
+    names = [t for t in ax.texts if t.get_text() in {p[0] for p in points}]
+    assert len(names) == len(points)
+    for t in names:
+        box = t.get_window_extent()
+        assert axes_box.x0 - 1 <= box.x0 and box.x1 <= axes_box.x1 + 1 and axes_box.y0 - 1 <= box.y0 \
+            and box.y1 <= axes_box.y1 + 1, t.get_text()
+    assert any(t.get_text().startswith("ridge") for t in ax.texts)

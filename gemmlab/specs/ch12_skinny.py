@@ -63,8 +63,8 @@ SPEC = KernelSpec(
                            f"thread's registers; at most 64 fit beside the rest: lower EDGE or UNROLL"))),
     shape_rules=(ShapeRule("k-fits", lambda p, pr: p["SIDE"] != 2 or pr.K <= 4 * p["EDGE"],
                            lambda p, pr: (f"SIDE=2 holds all of K in its threads' registers, up to 4 x EDGE = "
-                                          f"{4 * p['EDGE']}: got K={pr.K}. Use a larger EDGE (K up to 32 at EDGE=8), "
-                                          f"or SIDE 0 or 1")),),
+                                          f"{4 * p['EDGE']}: got K={pr.K}. Use a larger EDGE (K up to 32 at EDGE=8, 64 at "
+                                          f"EDGE=16 with UNROLL=1), or SIDE 0 or 1")),),
     k_tile=_k_tile,
     static_smem=_smem,
     # steps: from one row a block, each thread with one load in flight, to the defaults
