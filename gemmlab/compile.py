@@ -332,18 +332,20 @@ def precompile(jobs: list[tuple[str, dict | None, str]], progress: bool = False)
     from tqdm.auto import tqdm
     # spawn, not fork: the parent may hold CUDA state or threads (a notebook's kernel)
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_sigint)
-    # Ctrl-C is the parent's to answer: the workers are started with SIGINT ignored (a terminal sends it to
-    # them too, and each would print a traceback), and the parent stops them below
-    # (signal handlers are the main thread's to set; None: a handler not set from Python, left alone)
-    before = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
+    # Ctrl-C is the parent's to answer: the workers are started with SIGINT blocked (a terminal sends it to them
+    # too, and each would print a traceback; a blocked signal stays so across exec, until _ignore_sigint ignores
+    # it), and the parent stops them below. Blocked, not ignored, in the parent too: a Ctrl-C while the workers
+    # start is held and raised once they have, where an ignored one was lost and the compiles ran to the end.
+    # (signal masks are the main thread's to set here: another thread's Ctrl-C goes to the main thread anyway)
+    main = threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask")
     try:
-        if before is not None:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if main:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             done = pool.map(_warm, unique)         # submits every job: every worker is started here
         finally:
-            if before is not None:
-                signal.signal(signal.SIGINT, before)
+            if main:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})   # a held Ctrl-C is raised here
         list(tqdm(done, total=len(unique), desc="compile", disable=not progress))
     except BaseException:                          # interrupted (or failed): no worker is left compiling
         _stop(pool)

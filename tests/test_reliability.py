@@ -522,3 +522,23 @@ def test_ctrl_c_during_fit_stops_every_worker_and_says_one_line(tmp_path):
         time.sleep(0.1)
     assert not [p for p in workers if _alive(p)], "no compile worker (or tool it ran) is left behind"
     assert not (tmp_path / "m.json").exists()
+
+
+def test_a_ctrl_c_while_the_compile_workers_start_is_not_lost(tmp_path, monkeypatch):
+    """The workers start with Ctrl-C held back (they would each print a traceback); one pressed in that moment is
+    raised in the parent as soon as they have started, and no compile is left running. (Ignored instead, it was
+    lost, and `fit` compiled every configuration before it could be stopped.)"""
+    import signal
+    from concurrent.futures import ProcessPoolExecutor
+    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path / "cache"))
+    start = ProcessPoolExecutor.map
+
+    def map_after_a_ctrl_c(self, *args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)       # as a terminal's Ctrl-C would arrive, while the pool starts
+        return start(self, *args, **kwargs)
+    monkeypatch.setattr(ProcessPoolExecutor, "map", map_after_a_ctrl_c)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    jobs = [("01_naive", {"BLOCK_M": b}, "sm_90") for b in (32, 64)]
+    with pytest.raises(KeyboardInterrupt):
+        compiler.precompile(jobs)
+    assert not list((tmp_path / "cache").rglob("*.cubin*")), "the compiles were stopped, not run to the end"
