@@ -1,5 +1,6 @@
 """Chapter 12: skinny products, where DRAM bandwidth is the limit: K split over the threads, the big
-operand streamed once in 16-byte loads, the partial sums added with warp shuffles."""
+operand streamed once in 16-byte loads, the partial sums added with warp shuffles (SIDE 0 and 1); at a K of
+32 or less, C itself streamed out, B held in registers (SIDE 2)."""
 from ..course import Programme
 from ..kernel_model import KernelModel
 from ..spec import Exercise, KernelSpec, Param, Rule, ShapeRule
