@@ -61,7 +61,9 @@ def test_small_k_side_refuses_a_longer_k_and_names_the_rule():
     SPEC.check_shape(params, Problem(100, 100, 8))
     with pytest.raises(UnsupportedShape) as exc:
         SPEC.check_shape(params, Problem(100, 100, 9))
-    assert exc.value.rule == "k-fits" and "K=9" in str(exc.value)
+    assert exc.value.rule == "k-fits" and "K=9" in str(exc.value) and "EDGE=4" in str(exc.value)
+    with pytest.raises(UnsupportedShape, match="use SIDE 0 or 1"):
+        SPEC.check_shape(params, Problem(4096, 4096, 4096))     # no EDGE holds it: the message says so
     with pytest.raises(IllegalConfig):
         SPEC.resolve({"SIDE": 2, "EDGE": 8, "UNROLL": 4})       # 128 floats of B a thread
 

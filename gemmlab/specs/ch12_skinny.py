@@ -33,6 +33,18 @@ def _smem(p) -> int:
     return (p["THREADS"] // 32) * p["EDGE"] * 4 * p["LANES"] * _FLOAT if p["SIDE"] == 0 else 0
 
 
+def _k_fits_message(p, pr) -> str:
+    """What refuses the shape, and what would take it: a larger EDGE where one holds K, else the other sides."""
+    held = f"SIDE=2 holds all of K in its threads' registers, up to 4 x EDGE = {4 * p['EDGE']}: got K={pr.K}. "
+    if pr.K <= 32:
+        edge = next(e for e in (1, 2, 4, 8) if 4 * e >= pr.K)
+        unroll = f" with UNROLL={16 // edge} or less (small-k-registers)" if 16 // edge < 4 else ""
+        return held + f"Use EDGE={edge}{unroll}, or SIDE 0 or 1"
+    if pr.K <= 64:
+        return held + "Use EDGE=16 with UNROLL=1 (past the sliders), or SIDE 0 or 1"
+    return held + "SIDE=2 takes a K of 64 or less: use SIDE 0 or 1"
+
+
 SPEC = KernelSpec(
     name="12_skinny", chapter=12, title="12 skinny",
     technique="K split over the threads, the big operand streamed once, partial sums added by warp shuffles",
@@ -62,10 +74,7 @@ SPEC = KernelSpec(
            Rule("small-k-registers", lambda p: p["SIDE"] != 2 or p["EDGE"] * p["UNROLL"] <= 16,
                 lambda p: (f"SIDE=2 holds 4 x EDGE x UNROLL = {4 * p['EDGE'] * p['UNROLL']} floats of B in each "
                            f"thread's registers; at most 64 fit beside the rest: lower EDGE or UNROLL"))),
-    shape_rules=(ShapeRule("k-fits", lambda p, pr: p["SIDE"] != 2 or pr.K <= 4 * p["EDGE"],
-                           lambda p, pr: (f"SIDE=2 holds all of K in its threads' registers, up to 4 x EDGE = "
-                                          f"{4 * p['EDGE']}: got K={pr.K}. Use a larger EDGE (K up to 32 at EDGE=8, 64 at "
-                                          f"EDGE=16 with UNROLL=1), or SIDE 0 or 1")),),
+    shape_rules=(ShapeRule("k-fits", lambda p, pr: p["SIDE"] != 2 or pr.K <= 4 * p["EDGE"], _k_fits_message),),
     k_tile=_k_tile,
     static_smem=_smem,
     # steps: from one row a block, each thread with one load in flight, to the defaults
