@@ -68,17 +68,19 @@ def _point_labels(ax, points, height: float = 0.045):
         name, x, y, colour = points[n]
         fx, fy = at[n]
         width = min(len(name) * 5.5 / box_w, 0.98)   # ~5.5 pixels a character at fontsize 8
-        beside = [(fx + 0.02, fy, "left"), (fx - 0.02, fy, "right"), (fx - width / 2, fy + 0.045, "left"),
-                  (fx - width / 2, fy - 0.045, "left")]
-        grid = sorted(((tx, ty, "left") for ty in np.arange(height / 2, 1 - height / 2, height / 2)
-                       for tx in np.arange(0.01, 1 - width, 0.02)),
-                      key=lambda s: (s[0] + width / 2 - fx) ** 2 + (s[1] - fy) ** 2)
-        spots = [s for s in beside + grid if inside(box_of(s[0], s[1], s[2], width))]
-        tx, ty, ha = next((s for s in spots if not overlaps(box_of(s[0], s[1], s[2], width))),
-                          min(spots, key=lambda s: overlaps(box_of(s[0], s[1], s[2], width))) if spots
-                          else (0.01, fy, "left"))
+        beside = [s for s in [(fx + 0.02, fy, "left"), (fx - 0.02, fy, "right"), (fx - width / 2, fy + 0.045, "left"),
+                              (fx - width / 2, fy - 0.045, "left")] if inside(box_of(*s, width))]
+        spot = next((s for s in beside if not overlaps(box_of(*s, width))), None)
+        if spot is None:       # the axes' other places, nearest first (only where none beside the point is free)
+            grid = sorted(((tx, ty, "left") for ty in np.arange(height / 2, 1 - height / 2, height / 2)
+                           for tx in np.arange(0.01, 1 - width, 0.02)),
+                          key=lambda s: (s[0] + width / 2 - fx) ** 2 + (s[1] - fy) ** 2)
+            spots = beside + [s for s in grid if inside(box_of(*s, width))]
+            spot = next((s for s in spots if not overlaps(box_of(*s, width))),
+                        min(spots, key=lambda s: overlaps(box_of(*s, width))) if spots else (0.01, fy, "left"))
+        tx, ty, ha = spot
         boxes.append(box_of(tx, ty, ha, width))
-        moved = (tx, ty, ha) not in beside
+        moved = spot not in beside
         ax.annotate(name, (x, y), xytext=(tx, ty), textcoords="axes fraction", fontsize=8, va="center", ha=ha,
                     color=colour, arrowprops=dict(arrowstyle="-", color=colour, lw=0.6, shrinkA=0, shrinkB=3)
                     if moved else None)

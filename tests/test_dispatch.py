@@ -338,8 +338,9 @@ def test_a_training_round_times_shapes_where_the_plan_runs_what_no_round_timed()
 
 
 def test_class_draws_are_each_of_their_class_and_none_of_the_suites():
-    """`.ci/matmul-draws` judges the plan on shapes drawn as the training rounds draw theirs, with another seed: each
-    shape belongs to the class it is labelled with, the seed decides the draw, and no draw is a suite's shape."""
+    """`.ci/matmul-classes --draw` judges the plan on shapes drawn as the training rounds draw theirs, with another
+    seed: each shape belongs to the class it is labelled with, the seed decides the draw, and no draw is a suite's
+    shape."""
     drawn = training.class_draws(60, seed=2028)
     assert drawn == training.class_draws(60, seed=2028) != training.class_draws(60, seed=41)
     suites = set(training.MATMUL_SUITE) | {s for group in training.CLASS_SUITE.values() for s in group}

@@ -233,7 +233,6 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
         narrow = training.narrow_tile_jobs(training.FEW_COLUMNS_TRAINING_SHAPES)
         if matmul_training == "new":
             narrow = [job for job in narrow if job[2] not in timed]
-        _precompile([(registry.get(kernel), cfg) for kernel, cfg, _ in narrow], progress)
         new += dated(training.time_jobs(narrow, "chapter 13's narrow tiles", progress))
         # added to the earlier rounds' rows (a new timing of the same launch replaces the old): what an
         # earlier model chose and the GPU disproved stays in the fit, so a refit cannot choose it again

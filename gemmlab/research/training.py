@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import bench, files, library, records, registry
+from .. import bench, device, files, library, records, registry
+from ..compile import precompile
 from ..library import dispatch, time_model
 from ..spec import Problem
 
@@ -234,8 +235,12 @@ def narrow_tile_jobs(shapes) -> list[tuple[str, dict, tuple[int, int, int]]]:
 
 
 def time_jobs(jobs, desc: str, progress: bool = True) -> list[dict]:
-    """Each (kernel, configuration, shape) validated, then timed against cuBLAS (bench.bench): a training row."""
+    """Each (kernel, configuration, shape) validated, then timed against cuBLAS (bench.bench): a training row. The
+    builds are compiled side by side first (compile.precompile): one at a time, a round of new shapes waited on
+    NVRTC."""
     from tqdm.auto import tqdm
+    if device.available():
+        precompile([(getattr(kernel, "name", kernel), cfg, device.facts().arch) for kernel, cfg, _ in jobs], progress)
     return [bench.bench(kernel, cfg, shape, budget_s=0.25).as_row()
             for kernel, cfg, shape in tqdm(jobs, desc=desc, disable=not progress)]
 
@@ -272,8 +277,8 @@ def class_draws(count: int, seed: int) -> tuple[tuple[str, tuple[int, int, int]]
     uniform where the class bounds them, log-uniform where it does not, rarely round). A few rows or columns (2-64)
     against N or M and K of 1,024-24,576; K of 1-32 against M and N of 256-16,384; M or N not a multiple of 4, every
     size 64-8,192; all three prime, 64-8,192; a short side of 16-128 against 8,192-98,304 with K of 16-128. By a
-    seeded draw, none of them in either suite: the training rounds' draw with one seed, `.ci/matmul-draws` the
-    shapes it is judged on with another."""
+    seeded draw, none of them in either suite: the training rounds' draw with one seed, the shapes
+    `.ci/matmul-classes --draw` judges the plan on with another."""
     import random
     rng = random.Random(seed)
 
@@ -403,10 +408,6 @@ def measure_training(shapes, tries: int, progress: bool = True) -> list[dict]:
                 kernels.add(o.launch.spec.name)
                 others.append((o.launch.spec, o.launch.params))
         jobs += [(spec, params, shape) for spec, params in seen + others]
-    from .. import device
-    if device.available():   # compiled side by side first: one at a time, a round of new shapes waited on NVRTC
-        from ..compile import precompile
-        precompile([(spec.name, params, device.facts().arch) for spec, params, _ in jobs], progress)
     return time_jobs(jobs, "gemmlab.matmul's training shapes", progress)
 
 

@@ -33,16 +33,23 @@ def _smem(p) -> int:
     return (p["THREADS"] // 32) * p["EDGE"] * 4 * p["LANES"] * _FLOAT if p["SIDE"] == 0 else 0
 
 
+# SIDE 2: the floats of B a thread may hold in registers (4 EDGE of K for each of its UNROLL columns) beside the rest
+_B_HELD = 64
+
+
 def _k_fits_message(p, pr) -> str:
-    """What refuses the shape, and what would take it: a larger EDGE where one holds K, else the other sides."""
+    """What refuses the shape, and what would take it: the smallest EDGE that holds K (on the sliders where one
+    does), with the UNROLL small-k-registers then allows, else the other sides."""
     held = f"SIDE=2 holds all of K in its threads' registers, up to 4 x EDGE = {4 * p['EDGE']}: got K={pr.K}. "
-    if pr.K <= 32:
-        edge = next(e for e in (1, 2, 4, 8) if 4 * e >= pr.K)
-        unroll = f" with UNROLL={16 // edge} or less (small-k-registers)" if 16 // edge < 4 else ""
-        return held + f"Use EDGE={edge}{unroll}, or SIDE 0 or 1"
-    if pr.K <= 64:
-        return held + "Use EDGE=16 with UNROLL=1 (past the sliders), or SIDE 0 or 1"
-    return held + "SIDE=2 takes a K of 64 or less: use SIDE 0 or 1"
+    edges = SPEC.tunable("EDGE")
+    edge = next((e for e in (*edges.offered, *edges.values) if 4 * e >= pr.K), None)
+    if edge is None:
+        return held + f"SIDE=2 takes a K of {4 * max(edges.values)} or less: use SIDE 0 or 1"
+    unroll = _B_HELD // (4 * edge)
+    past = "" if edge in edges.offered else " (past the sliders)"
+    limit = ("" if unroll >= max(SPEC.tunable("UNROLL").values) else f" with UNROLL={unroll}" if unroll == 1
+             else f" with UNROLL={unroll} or less (small-k-registers)")
+    return held + f"Use EDGE={edge}{limit}{past}, or SIDE 0 or 1"
 
 
 SPEC = KernelSpec(
@@ -71,9 +78,9 @@ SPEC = KernelSpec(
     rules=(block_size_rule(lambda p: p["THREADS"]),
            Rule("lanes-in-a-warp", lambda p: 32 % p["LANES"] == 0,
                 lambda p: f"LANES={p['LANES']} must divide a warp's 32 lanes"),
-           Rule("small-k-registers", lambda p: p["SIDE"] != 2 or p["EDGE"] * p["UNROLL"] <= 16,
+           Rule("small-k-registers", lambda p: p["SIDE"] != 2 or 4 * p["EDGE"] * p["UNROLL"] <= _B_HELD,
                 lambda p: (f"SIDE=2 holds 4 x EDGE x UNROLL = {4 * p['EDGE'] * p['UNROLL']} floats of B in each "
-                           f"thread's registers; at most 64 fit beside the rest: lower EDGE or UNROLL"))),
+                           f"thread's registers; at most {_B_HELD} fit beside the rest: lower EDGE or UNROLL"))),
     shape_rules=(ShapeRule("k-fits", lambda p, pr: p["SIDE"] != 2 or pr.K <= 4 * p["EDGE"], _k_fits_message),),
     k_tile=_k_tile,
     static_smem=_smem,
