@@ -34,15 +34,24 @@ def explorer_summary(name: str) -> str:
 _TOOLTIP = "tooltip" if int(w.__version__.split(".")[0]) >= 8 else "description_tooltip"
 
 
+def _label_width(*names: str) -> str:
+    """A CSS width that holds the longest of the names in the notebook's font (an upper-case letter is about 1.3
+    widths of a digit, CSS's 'ch', in JupyterLab's and Colab's sans-serif faces), and never narrower than the
+    widgets' own 80 pixels."""
+    return f"max(80px, {max(1.3 * len(n) for n in names) + 1:.0f}ch)"
+
+
 def explorer(name: str, arch: str | None = None):
     spec = registry.get(name)
     src = results.here()
     arch = arch or src.device()["arch"]
+    # one label width for every slider, room for the longest name (the default cut 'EVICT_FIRST' to 'EVICT_FIR...')
+    style = {"description_width": _label_width(*(p.name for p in spec.params), "M=N=K")}
     sliders = {p.name: w.SelectionSlider(options=list(p.offered), value=p.default, description=p.name,
-                                         continuous_update=False, **{_TOOLTIP: p.doc})
+                                         continuous_update=False, style=style, **{_TOOLTIP: p.doc})
                for p in spec.params}
     size = w.SelectionSlider(options=list(course.EXPLORER_SIZES), value=course.EXPLORER_SIZES[-1],
-                             description="M=N=K", continuous_update=False)
+                             description="M=N=K", continuous_update=False, style=style)
     report, result = w.Output(), w.Output()
     chart = w.Image(format="png", layout=w.Layout(display="none", height="auto", max_width="100%"))
     busy = threading.Lock()     # one redraw at a time, whichever thread the kernel runs callbacks on

@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 LAB_CONFIG = ROOT / ".lab" / "jupyter_lab_config.py"
 ARTIFACTS = ROOT / "test-artifacts"
-CHAPTERS = ["00_your_gpu.ipynb", "03_coalescing.ipynb", "11_last_wave.ipynb"]
+CHAPTERS = ["00_your_gpu.ipynb", "03_coalescing.ipynb", "11_last_wave.ipynb", "12_skinny.ipynb"]
 EXPLORER_CHAPTER = "03_coalescing.ipynb"
 LOOP_CHAPTERS = ["02_smem_tiling.ipynb", "07_prefetch.ipynb", "12_skinny.ipynb"]   # early, middle, late
 REFUSED_TEXT = "no measurement: this configuration is refused (above)"
@@ -368,6 +368,27 @@ def test_api_refuses_a_request_without_the_token(lab):
 def test_chapter_runs_all_without_error(chapters, name):
     page, state = chapters.run(name)
     assert state["counts"], f"{name} has no code cell"
+
+
+LABEL_WIDTHS_JS = """(box) => [...box.querySelectorAll('.widget-slider .widget-label')]
+  .map((label) => [label.textContent, label.scrollWidth, label.clientWidth])"""
+
+
+@pytest.mark.parametrize("name", [n for n in CHAPTERS if n != "00_your_gpu.ipynb"])   # 00 has no explorer
+def test_every_slider_name_shows_whole(chapters, name):
+    """Every explorer slider's name shows whole, in each chapter the browser runs: chapter 12's longest, EVICT_FIRST,
+    was cut to 'EVICT_FIR...'."""
+    from gemmlab import registry
+
+    page, _ = chapters.run(name)
+    names = [p.name for p in registry.get(name[:2]).params]
+    with step(page, f"{Path(name).stem}-slider-names"):
+        explorer = _explorer(page, names)
+        explorer.scroll_into_view_if_needed()
+        widths = explorer.evaluate(LABEL_WIDTHS_JS)
+        assert sorted(text for text, _, _ in widths) == sorted([*names, "M=N=K"]), widths
+        cut = [text for text, needs, has in widths if needs > has or has == 0]
+        assert not cut, f"{name}: slider names cut short: {cut} ({widths})"
 
 
 # ---------------------------------------------------------------- chapter 03's explorer

@@ -373,6 +373,29 @@ def test_a_product_taller_than_cudas_grid_runs_in_several_launches():
                   what="wide, both transposed")
 
 
+def test_a_kernels_lone_point_is_drawn_over_the_others(monkeypatch):
+    """library.plots.predicted_against_measured: a kernel the plan chose once stays in sight where another kernel's
+    point lies on it (chapter 14 hid chapter 10's one point under one of chapter 11's): the kernels with fewer points
+    are drawn above, each kernel has a marker of its own, and the legend keeps the kernels in name order."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from gemmlab.library import plots
+    monkeypatch.setattr(plt, "show", lambda: None)
+    rows = [{"M": 64 * i, "N": 64, "K": 64, "predicted_us": 10.0 * i, "ms": 0.01 * i, "plan_kernel": "11_last_wave"}
+            for i in range(1, 6)]
+    rows.append({"M": 1, "N": 1, "K": 1, "predicted_us": 30.0, "ms": 0.03, "plan_kernel": "10_issue_rate"})
+    plots.predicted_against_measured(rows, "label")
+    ax = plt.gcf().axes[0]
+    drawn = {c.get_label(): c for c in ax.collections if c.get_label() in ("10_issue_rate", "11_last_wave")}
+    assert drawn["10_issue_rate"].get_zorder() > drawn["11_last_wave"].get_zorder()
+    paths = [drawn[k].get_paths()[0].vertices.tolist() for k in ("10_issue_rate", "11_last_wave")]
+    assert paths[0] != paths[1], "one marker for both kernels"
+    shown = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert shown[-2:] == ["10_issue_rate", "11_last_wave"]
+    plt.close(plt.gcf())
+
+
 def test_the_heatmap_draws_before_and_after_for_each_k(monkeypatch):
     """library.plots.dispatch_heatmaps from rows as `record --matmul` keeps them (made up here: the plot is
     tested, not the GPU): one row of panels per K, the geometric mean and the smallest in each title, the

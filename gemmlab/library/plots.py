@@ -2,6 +2,8 @@
 library against cuBLAS over (M, N) before and after dispatch."""
 from __future__ import annotations
 
+import itertools
+
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -17,9 +19,16 @@ def predicted_against_measured(rows: list[dict], label: str, worked: tuple[int, 
     line = np.array([lo, hi])
     ax.fill_between(line, line / 1.1, line * 1.1, color="0.9", label="within 10%")
     ax.plot(line, line, color="0.5", lw=0.8, label="measured = predicted")
-    for kernel in sorted({r["plan_kernel"] for r in rows}):
-        mine = [i for i, r in enumerate(rows) if r["plan_kernel"] == kernel]
-        ax.scatter(pred[mine], took[mine], s=22, label=kernel, zorder=3)
+    # a marker of its own for each kernel, and the kernels with fewest points drawn last, on top: one kernel's lone
+    # point stays in sight where another's lie on it (chapter 10's under chapter 11's)
+    kernels = sorted({r["plan_kernel"] for r in rows})
+    points = {k: [i for i, r in enumerate(rows) if r["plan_kernel"] == k] for k in kernels}
+    marks = dict(zip(kernels, itertools.cycle("osD^vP*X")))
+    colours = dict(zip(kernels, plt.rcParams["axes.prop_cycle"].by_key()["color"] * len(kernels)))
+    for z, kernel in enumerate(sorted(kernels, key=lambda k: -len(points[k]))):
+        mine = points[kernel]
+        ax.scatter(pred[mine], took[mine], s=26, marker=marks[kernel], color=colours[kernel], edgecolors="white",
+                   linewidths=0.5, label=kernel, zorder=3 + z)
     if worked is not None:
         at = [i for i, r in enumerate(rows) if (r["M"], r["N"], r["K"]) == tuple(worked)]
         for i in at:
@@ -34,7 +43,10 @@ def predicted_against_measured(rows: list[dict], label: str, worked: tuple[int, 
     ax.set_ylabel("measured, the whole call (us)")
     ax.set_title(f"gemmlab.matmul over {len(rows)} shapes: the plan's prediction against the call's time\n"
                  f"median error {np.median(off):.1%}, largest {off.max():.1%}", fontsize=9)
-    ax.legend(fontsize=7, loc="upper left")
+    handles, names = ax.get_legend_handles_labels()
+    order = ([i for i, n in enumerate(names) if n not in kernels]          # the band and the diagonal, then by name
+             + sorted((i for i, n in enumerate(names) if n in kernels), key=lambda i: names[i]))
+    ax.legend([handles[i] for i in order], [names[i] for i in order], fontsize=7, loc="upper left")
     fig.text(0.99, 0.005, label, ha="right", va="bottom", fontsize=7, color="0.4")
     fig.tight_layout(rect=(0, 0.02, 1, 1))
     plt.show()
