@@ -174,7 +174,14 @@ class Record:
         return max(rows, key=lambda r: r["gflops"])
 
     def stalls(self) -> list[dict]:
-        return self.data.get("stalls", [])
+        """The Nsight Compute profiles, one per kernel and configuration. The recorder profiles a configuration
+        twice where it plays two parts (a chapter's defaults that are also one of its steps); every reader then
+        shows the later profile (chapter 10 once showed one of them in its steps table and the other in its
+        profile table: 0.89 and 0.88 issued per cycle for the same build)."""
+        latest: dict[tuple[str, str], dict] = {}
+        for p in self.data.get("stalls", []):
+            latest[(p["kernel"], json.dumps(p.get("params"), sort_keys=True))] = p
+        return list(latest.values())
 
     def counters(self, kernel: str) -> list[dict]:
         """The kernel's Nsight Compute counter entries, one per counter configuration."""

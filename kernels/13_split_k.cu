@@ -16,7 +16,7 @@
 //       - Where B's rows (or this tile's columns) do not start 16 bytes aligned, B is copied
 //         4 bytes at a time, still unchecked: 4 copies for one, where the checked path cost a
 //         bounds test and an address per float.
-//   * Grids that do not fill the GPU. At 640 x 640, 11's 128 x 128 tiles make 25 blocks for
+//   * Grids that do not fill the GPU. At 640 x 640, 128 x 128 tiles make 25 blocks (11's 128 x 256, 15) for
 //     132 SMs. Small tiles (down to 32 x 32) make more blocks, and SPLIT cuts every tile's K range
 //     into up to SPLIT pieces, one block each (gridDim.z pieces: the launcher uses fewer where the
 //     workspace cannot hold SPLIT partial tiles of every tile): each piece writes its partial tile

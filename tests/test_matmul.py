@@ -373,10 +373,11 @@ def test_a_product_taller_than_cudas_grid_runs_in_several_launches():
                   what="wide, both transposed")
 
 
-def test_a_kernels_lone_point_is_drawn_over_the_others(monkeypatch):
-    """library.plots.predicted_against_measured: a kernel the plan chose once stays in sight where another kernel's
-    point lies on it (chapter 14 hid chapter 10's one point under one of chapter 11's): the kernels with fewer points
-    are drawn above, each kernel has a marker of its own, and the legend keeps the kernels in name order."""
+def test_every_kernels_points_stay_in_sight_and_the_shapes_off_the_band_are_named(monkeypatch):
+    """library.plots.predicted_against_measured: where points of two kernels lie on each other both stay in sight
+    (chapter 14 hid chapter 10's one point under chapter 11's, then chapter 13's under chapter 12's): hollow markers,
+    one shape a kernel, the kernels with fewer points drawn above; the legend keeps the kernels in name order; and
+    every shape off the 10% band is named on the chart, as the chapter's prose names them."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -385,14 +386,18 @@ def test_a_kernels_lone_point_is_drawn_over_the_others(monkeypatch):
     rows = [{"M": 64 * i, "N": 64, "K": 64, "predicted_us": 10.0 * i, "ms": 0.01 * i, "plan_kernel": "11_last_wave"}
             for i in range(1, 6)]
     rows.append({"M": 1, "N": 1, "K": 1, "predicted_us": 30.0, "ms": 0.03, "plan_kernel": "10_issue_rate"})
+    rows.append({"M": 7, "N": 8, "K": 9, "predicted_us": 20.0, "ms": 0.025, "plan_kernel": "11_last_wave"})
     plots.predicted_against_measured(rows, "label")
     ax = plt.gcf().axes[0]
     drawn = {c.get_label(): c for c in ax.collections if c.get_label() in ("10_issue_rate", "11_last_wave")}
     assert drawn["10_issue_rate"].get_zorder() > drawn["11_last_wave"].get_zorder()
+    assert all(not c.get_facecolors().any() or c.get_facecolors()[:, 3].max() == 0 for c in drawn.values()), \
+        "filled markers hide the points beneath them"
     paths = [drawn[k].get_paths()[0].vertices.tolist() for k in ("10_issue_rate", "11_last_wave")]
     assert paths[0] != paths[1], "one marker for both kernels"
     shown = [t.get_text() for t in ax.get_legend().get_texts()]
     assert shown[-2:] == ["10_issue_rate", "11_last_wave"]
+    assert [t.get_text() for t in ax.texts] == ["7 x 8 x 9"], "the one shape off the band (25% over), by name"
     plt.close(plt.gcf())
 
 

@@ -118,6 +118,30 @@ def test_every_kernel_is_profiled_at_its_defaults_best_and_steps(record):
             assert (name, tuple(sorted(full.items()))) in profiled, (name, "defaults and best", full)
 
 
+def test_a_configuration_profiled_twice_shows_one_profile_everywhere(monkeypatch):
+    """Chapter 10's defaults are also its last step, and the record profiled them twice (0.89 and 0.88 issued per
+    cycle): the steps table and the profile table show the same one, the later."""
+    from gemmlab import results
+    from gemmlab.lessons import display, profiles, register_tiles
+    record = results.record()
+    spec = registry.get("10_issue_rate")
+    twice = [p for p in record.data["stalls"] if p["kernel"] == spec.name and p["params"] == spec.defaults]
+    assert len(twice) == 2 and twice[0]["issued_per_scheduler"] != twice[1]["issued_per_scheduler"]
+    shown = []
+    monkeypatch.setattr(display, "markdown", shown.append)
+    monkeypatch.setattr(profiles, "markdown", shown.append)
+    monkeypatch.setattr(register_tiles, "markdown", shown.append)
+    monkeypatch.setattr(profiles.plots, "stall_stack", lambda *a, **k: None)
+    register_tiles.show_steps(spec.name, operands=False)
+    profiles.show_profile(spec.name)
+    steps, profile = shown[0], shown[1]
+    issued = f"{twice[1]['issued_per_scheduler']:.2f}"
+    last_step = [line for line in steps.splitlines() if line.startswith("|")][-1]
+    defaults = next(line for line in profile.splitlines() if "defaults" in line)
+    assert f" {issued} " in last_step, last_step
+    assert f" {issued} " in defaults, defaults
+
+
 def test_stall_profiles_keep_what_ncu_gave_and_fall_back_without_the_level_metrics(monkeypatch):
     """A profile reads the level metrics (bytes per level, wavefronts, clock) where ncu knows them,
     and the stall reasons alone where it refuses the longer list."""

@@ -11,7 +11,8 @@ import numpy as np
 def predicted_against_measured(rows: list[dict], label: str, worked: tuple[int, int, int] | None = None):
     """One point per shape of the suite: the time the plan predicted for the call it made (x) and the
     time the call took (y), both in microseconds on log scales, coloured by the kernel the plan chose.
-    The diagonal is a perfect prediction; the band is within 10% of it."""
+    The diagonal is a perfect prediction; the band is within 10% of it. The shapes outside the band are
+    named, and `worked`."""
     fig, ax = plt.subplots(figsize=(6.4, 5.0))
     pred = np.array([r["predicted_us"] for r in rows])
     took = np.array([r["ms"] * 1e3 for r in rows])
@@ -19,21 +20,29 @@ def predicted_against_measured(rows: list[dict], label: str, worked: tuple[int, 
     line = np.array([lo, hi])
     ax.fill_between(line, line / 1.1, line * 1.1, color="0.9", label="within 10%")
     ax.plot(line, line, color="0.5", lw=0.8, label="measured = predicted")
-    # a marker of its own for each kernel, and the kernels with fewest points drawn last, on top: one kernel's lone
-    # point stays in sight where another's lie on it (chapter 10's under chapter 11's)
+    # a hollow marker of its own for each kernel, the kernels with fewest points drawn last: where points of two
+    # kernels lie on each other, both stay in sight (a filled marker hid chapter 10's one point under chapter 11's,
+    # then chapter 13's under chapter 12's)
     kernels = sorted({r["plan_kernel"] for r in rows})
     points = {k: [i for i, r in enumerate(rows) if r["plan_kernel"] == k] for k in kernels}
     marks = dict(zip(kernels, itertools.cycle("osD^vP*X")))
     colours = dict(zip(kernels, plt.rcParams["axes.prop_cycle"].by_key()["color"] * len(kernels)))
     for z, kernel in enumerate(sorted(kernels, key=lambda k: -len(points[k]))):
         mine = points[kernel]
-        ax.scatter(pred[mine], took[mine], s=26, marker=marks[kernel], color=colours[kernel], edgecolors="white",
-                   linewidths=0.5, label=kernel, zorder=3 + z)
-    if worked is not None:
-        at = [i for i, r in enumerate(rows) if (r["M"], r["N"], r["K"]) == tuple(worked)]
-        for i in at:
-            ax.annotate(f"{worked[0]} x {worked[1]} x {worked[2]}", (pred[i], took[i]), xytext=(8, -14),
-                        textcoords="offset points", fontsize=8, arrowprops={"arrowstyle": "-", "color": "0.4"})
+        ax.scatter(pred[mine], took[mine], s=30, marker=marks[kernel], facecolors="none", edgecolors=colours[kernel],
+                   linewidths=1.3, label=kernel, zorder=3 + z)
+    # every shape off the band by name (the prose names them): above the band to the left, one over another where
+    # several sit close, below it to the right; and the worked shape, below and to the right
+    ratio = took / pred
+    off_band = [i for i in range(len(rows)) if abs(ratio[i] - 1) > 0.1]
+    above = sorted((i for i in off_band if ratio[i] > 1), key=lambda i: -pred[i])
+    spots = {i: ((-10, 10 + 12 * above.index(i)), "right") if i in above else ((10, -3), "left") for i in off_band}
+    spots.update({i: ((8, -14), "left") for i, r in enumerate(rows)
+                  if worked is not None and (r["M"], r["N"], r["K"]) == tuple(worked)})
+    for i, (offset, align) in spots.items():
+        r = rows[i]
+        ax.annotate(f"{r['M']} x {r['N']} x {r['K']}", (pred[i], took[i]), xytext=offset, textcoords="offset points",
+                    ha=align, va="center", fontsize=8, arrowprops={"arrowstyle": "-", "color": "0.4"})
     off = np.abs(took / pred - 1)
     ax.set_xscale("log")
     ax.set_yscale("log")
