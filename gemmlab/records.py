@@ -175,9 +175,8 @@ class Record:
 
     def stalls(self) -> list[dict]:
         """The Nsight Compute profiles, one per kernel and configuration. The recorder profiles a configuration
-        twice where it plays two parts (a chapter's defaults that are also one of its steps); every reader then
-        shows the later profile (chapter 10 once showed one of them in its steps table and the other in its
-        profile table: 0.89 and 0.88 issued per cycle for the same build)."""
+        twice where it plays two parts (a chapter's defaults that are also one of its steps): every reader gets
+        the later profile, so that a chapter's steps table and its profile table agree."""
         latest: dict[tuple[str, str], dict] = {}
         for p in self.data.get("stalls", []):
             latest[(p["kernel"], json.dumps(p.get("params"), sort_keys=True))] = p

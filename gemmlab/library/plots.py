@@ -21,8 +21,7 @@ def predicted_against_measured(rows: list[dict], label: str, worked: tuple[int, 
     ax.fill_between(line, line / 1.1, line * 1.1, color="0.9", label="within 10%")
     ax.plot(line, line, color="0.5", lw=0.8, label="measured = predicted")
     # a hollow marker of its own for each kernel, the kernels with fewest points drawn last: where points of two
-    # kernels lie on each other, both stay in sight (a filled marker hid chapter 10's one point under chapter 11's,
-    # then chapter 13's under chapter 12's)
+    # kernels lie on each other, both stay in sight
     kernels = sorted({r["plan_kernel"] for r in rows})
     points = {k: [i for i, r in enumerate(rows) if r["plan_kernel"] == k] for k in kernels}
     marks = dict(zip(kernels, itertools.cycle("osD^vP*X")))
