@@ -147,7 +147,9 @@ class Build:
         spills = (f"{r.spill_stores} B spill stores, {r.spill_loads} B spill loads" if r.spills else "no spills")
         dyn = self.spec.dynamic_smem(self.params)
         smem = f"{r.static_smem + dyn} B shared memory" + (f" ({dyn} B dynamic)" if dyn else "")
-        return (f"{self.kernel} [{self.spec.config_label(self.params)}] for {self.arch}, NVRTC {self.compiler}\n"
+        # the configuration alone on the first line: it is the long one, and a narrow output wraps it at its spaces
+        return (f"{self.kernel} [{self.spec.config_label(self.params)}]\n"
+                f"  for {self.arch}, NVRTC {self.compiler}\n"
                 f"  {r.registers} registers/thread, {smem}, {r.stack_frame} B stack, {spills}\n"
                 f"  {self.spec.threads(self.params)} threads/block -> {o.blocks_per_sm} blocks/SM, "
                 f"{o.warps_per_sm}/{o.max_warps_per_sm} warps ({o.fraction:.0%} occupancy, limited by {o.limited_by})")
