@@ -4,6 +4,7 @@ stalls of profiles. Every figure here and in config_plots.py and pictures.py end
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import matplotlib.text as mtext
 import numpy as np
 
 from . import roofline as model
@@ -28,6 +29,8 @@ def roofline(points, peak_gflops: float, bandwidth_gbs: float, label: str, note:
     colours = [ax.loglog([x], [y / 1e3], "o")[0].get_color() for _, x, y in points]
     ax.set_ylim(top=peak_gflops / 1e3 * 2.2)
     low, high = ax.get_ylim()
+    ax.annotate(f"FP32 peak {peak_gflops / 1e3:.1f} TFLOP/s", (ridge, peak_gflops / 1e3), xytext=(4, 3),
+                textcoords="offset points", fontsize=8, ha="left", va="bottom")
     _point_labels(ax, [(name, x, y / 1e3, c) for (name, x, y), c in zip(points, colours)])
     # the label spans the lowest ~40% of the plot (log scale), 5-25% of a decade beside the line
     near = lambda side: sum(1 for _, x, y in points
@@ -36,8 +39,6 @@ def roofline(points, peak_gflops: float, bandwidth_gbs: float, label: str, note:
     ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, 0.03), xycoords=("data", "axes fraction"),
                 xytext=(3 * side, 0), textcoords="offset points", rotation=90, fontsize=8, color="0.4",
                 ha="left" if side > 0 else "right", va="bottom")
-    ax.annotate(f"FP32 peak {peak_gflops / 1e3:.1f} TFLOP/s", (ridge, peak_gflops / 1e3), xytext=(4, 3),
-                textcoords="offset points", fontsize=8, ha="left", va="bottom")
     ax.set_xlabel("arithmetic intensity (FLOP per byte of global memory)")
     ax.set_ylabel("TFLOP/s")
     ax.set_title("Roofline" + (f": {note}" if note else ""), fontsize=10)
@@ -47,14 +48,36 @@ def roofline(points, peak_gflops: float, bandwidth_gbs: float, label: str, note:
 
 def _point_labels(ax, points, height: float = 0.045):
     """Names (coloured like their points) for points (name, x, y, colour) on log-log axes, top down:
-    each in the first place beside its point (right, left, above, below) that covers no point and
-    no label placed before it, else in the free place inside the axes nearest to its point, with a thin
+    each in the first place beside its point (right, left, above, below) that covers no point, no
+    label placed before it and no word already on the axes, else in the free place inside the axes nearest to its point, with a thin
     line to it (where no place is free, the nearest that overlaps least: a label never leaves the axes)."""
     (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
     frac = lambda v, lo, hi: (np.log10(v) - np.log10(lo)) / (np.log10(hi) - np.log10(lo))
-    box_w = ax.get_window_extent().width or 450.0
+    extent = ax.get_window_extent()
+    box_w, box_h = extent.width or 450.0, extent.height or 300.0
+    try:                        # the names' widths as the figure will draw them (a guess per character was 20% short)
+        renderer = ax.figure.canvas.get_renderer()
+    except AttributeError:
+        renderer = None
+    boxes_before = []
+    if renderer is not None:    # the words already on the axes (the peak's label) are kept clear too
+        for text in list(ax.texts):
+            if hasattr(text, "update_positions"):      # an annotation: placed from its anchor only when drawn
+                text.update_positions(renderer)
+            b = mtext.Text.get_window_extent(text, renderer)
+            boxes_before.append(((b.x0 - extent.x0) / box_w, (b.y0 - extent.y0) / box_h,
+                                 (b.x1 - extent.x0) / box_w, (b.y1 - extent.y0) / box_h))
+
+    def text_width(name: str) -> float:
+        if renderer is None:
+            return min(len(name) * 6.7 / box_w, 0.98)
+        probe = ax.text(0, 0, name, fontsize=8)
+        width = probe.get_window_extent(renderer).width
+        probe.remove()
+        return min((width + 4) / box_w, 0.98)
+
     at = [(frac(x, x0, x1), frac(y, y0, y1)) for _, x, y, _ in points]
-    boxes = [(fx - 0.012, fy - 0.02, fx + 0.012, fy + 0.02) for fx, fy in at]   # the markers
+    boxes = [(fx - 0.012, fy - 0.02, fx + 0.012, fy + 0.02) for fx, fy in at] + boxes_before   # markers, words
 
     def overlaps(box):
         return sum(not (box[2] <= b[0] or b[2] <= box[0] or box[3] <= b[1] or b[3] <= box[1]) for b in boxes)
@@ -67,7 +90,7 @@ def _point_labels(ax, points, height: float = 0.045):
     for n in sorted(range(len(points)), key=lambda n: -at[n][1]):
         name, x, y, colour = points[n]
         fx, fy = at[n]
-        width = min(len(name) * 5.5 / box_w, 0.98)   # ~5.5 pixels a character at fontsize 8
+        width = text_width(name)
         beside = [s for s in [(fx + 0.02, fy, "left"), (fx - 0.02, fy, "right"), (fx - width / 2, fy + 0.045, "left"),
                               (fx - width / 2, fy - 0.045, "left")] if inside(box_of(*s, width))]
         spot = next((s for s in beside if not overlaps(box_of(*s, width))), None)

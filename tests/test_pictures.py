@@ -280,6 +280,25 @@ def test_the_hierarchical_roofline_draws_no_point_for_a_level_a_kernel_leaves_al
         assert any(p["kernel"] == "01_naive" for _, p in rows) == naive_in
 
 
+def test_no_two_point_names_overlap_on_chapter_12s_roofline(no_windows):
+    """Chapter 12's roofline from the record (26 names): no name covers another, nor the peak's label, as the figure
+    draws them (a guess of 5.5 pixels a character, 20% short at the notebook's 100 dpi, let 7 pairs overlap)."""
+    import matplotlib.text as mtext
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from gemmlab.lessons import chapter12
+    chapter12.show_skinny_roofline()
+    fig = no_windows[0]
+    ax = fig.axes[0]
+    canvas = FigureCanvasAgg(fig)                      # the figure was closed when shown: drawn again here
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    boxes = [(t.get_text(), mtext.Text.get_window_extent(t, renderer)) for t in ax.texts
+             if not t.get_text().startswith("ridge")]
+    assert len(boxes) >= 20
+    crossed = [(a, b) for i, (a, box) in enumerate(boxes) for b, other in boxes[i + 1:] if box.overlaps(other)]
+    assert not crossed, crossed
+
+
 def test_point_labels_stay_inside_the_axes_however_crowded(record, no_windows):
     """Chapter 12's roofline has two dozen points, pairs of them at one intensity: every name lands inside the axes
     (not under the x axis's title), and the ridge's label stays."""
