@@ -49,13 +49,14 @@ def roofline(points, peak_gflops: float, bandwidth_gbs: float, label: str, note:
 def _point_labels(ax, points, height: float = 0.045):
     """Names (coloured like their points) for points (name, x, y, colour) on log-log axes, top down:
     each in the first place beside its point (right, left, above, below) that covers no point, no
-    label placed before it and no word already on the axes, else in the free place inside the axes nearest to its point, with a thin
-    line to it (where no place is free, the nearest that overlaps least: a label never leaves the axes)."""
+    label placed before it and no word already on the axes, else in the free place inside the axes
+    nearest to its point, with a thin line to it (where no place is free, the nearest that overlaps
+    least: a label never leaves the axes). Widths are measured as the figure's renderer draws them."""
     (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
     frac = lambda v, lo, hi: (np.log10(v) - np.log10(lo)) / (np.log10(hi) - np.log10(lo))
     extent = ax.get_window_extent()
     box_w, box_h = extent.width or 450.0, extent.height or 300.0
-    try:                        # the names' widths as the figure will draw them (a guess per character was 20% short)
+    try:
         renderer = ax.figure.canvas.get_renderer()
     except AttributeError:
         renderer = None
@@ -69,7 +70,7 @@ def _point_labels(ax, points, height: float = 0.045):
                                  (b.x1 - extent.x0) / box_w, (b.y1 - extent.y0) / box_h))
 
     def text_width(name: str) -> float:
-        if renderer is None:
+        if renderer is None:                    # about 6.7 pixels a character at fontsize 8 and 100 dpi
             return min(len(name) * 6.7 / box_w, 0.98)
         probe = ax.text(0, 0, name, fontsize=8)
         width = probe.get_window_extent(renderer).width
