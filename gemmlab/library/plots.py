@@ -25,7 +25,7 @@ def predicted_against_measured(rows: list[dict], label: str, worked: tuple[int, 
     kernels = sorted({r["plan_kernel"] for r in rows})
     points = {k: [i for i, r in enumerate(rows) if r["plan_kernel"] == k] for k in kernels}
     marks = dict(zip(kernels, itertools.cycle("osD^vP*X")))
-    colours = dict(zip(kernels, plt.rcParams["axes.prop_cycle"].by_key()["color"] * len(kernels)))
+    colours = dict(zip(kernels, itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"])))
     for z, kernel in enumerate(sorted(kernels, key=lambda k: -len(points[k]))):
         mine = points[kernel]
         ax.scatter(pred[mine], took[mine], s=30, marker=marks[kernel], facecolors="none", edgecolors=colours[kernel],
@@ -33,7 +33,8 @@ def predicted_against_measured(rows: list[dict], label: str, worked: tuple[int, 
     # every shape off the band by name (the prose names them): above the band to the left, one over another where
     # several sit close, below it to the right; and the worked shape, below and to the right
     ratio = took / pred
-    off_band = [i for i in range(len(rows)) if abs(ratio[i] - 1) > 0.1]
+    off = np.abs(ratio - 1)                     # each prediction's error, for the names and the title
+    off_band = [i for i in range(len(rows)) if off[i] > 0.1]
     above = sorted((i for i in off_band if ratio[i] > 1), key=lambda i: -pred[i])
     spots = {i: ((-10, 10 + 12 * above.index(i)), "right") if i in above else ((10, -3), "left") for i in off_band}
     spots.update({i: ((8, -14), "left") for i, r in enumerate(rows)
@@ -42,7 +43,6 @@ def predicted_against_measured(rows: list[dict], label: str, worked: tuple[int, 
         r = rows[i]
         ax.annotate(f"{r['M']} x {r['N']} x {r['K']}", (pred[i], took[i]), xytext=offset, textcoords="offset points",
                     ha=align, va="center", fontsize=8, arrowprops={"arrowstyle": "-", "color": "0.4"})
-    off = np.abs(took / pred - 1)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
