@@ -38,6 +38,10 @@ class KernelModel:
     # True for a kernel whose epilogue stores C 16 bytes at a time where C's rows are 16-byte multiples and 4 bytes
     # at a time where they are not: dispatch's model charges a tile of the latter more (time_model.scalar_stores)
     vector_stores: bool = False
+    # Configurations the model's features cannot tell from this one at a problem, but whose code differs there
+    # (chapter 13's store paths of a ragged C): the plan's training times them beside it, so that the fit learns
+    # each from its own timings at the same shapes
+    twins: Callable[[Params, Problem], list[Params]] = field(default=lambda p, pr: [])
     # True for a kernel on the memory-bound side (chapter 12): its blocks stream an operand, so dispatch's
     # model charges it by the megabytes it moves as well as by its waves
     streams: bool = False

@@ -16,6 +16,9 @@
 //       - Where B's rows (or this tile's columns) do not start 16 bytes aligned, B is copied
 //         4 bytes at a time, still unchecked: 4 copies for one, where the checked path cost a
 //         bounds test and an address per float.
+//       - Where C's rows do not start 16 bytes aligned, STAGE_C=1 stores the tile through shared
+//         memory, a warp's 32 stores on one row (0: 4 bytes at a time from the registers, 4 rows a
+//         warp's store). Which is faster depends on the shape: the plan chooses.
 //   * Grids that do not fill the GPU. At 640 x 640, 128 x 128 tiles make 25 blocks (11's 128 x 256, 15) for
 //     132 SMs. Small tiles (down to 32 x 32) make more blocks, and SPLIT cuts every tile's K range
 //     into up to SPLIT pieces, one block each (gridDim.z pieces: the launcher uses fewer where the
@@ -63,6 +66,9 @@
 #endif
 #ifndef SPLIT
 #define SPLIT 1
+#endif
+#ifndef STAGE_C
+#define STAGE_C 0
 #endif
 #define PARTIAL_FLOATS (1 << 23)  // the workspace: 32 MiB (gemmlab/specs/ch13_split_k.py agrees)
 #define ARRIVALS 65536            // most tiles one split launch may have (likewise)
@@ -333,6 +339,33 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
     const int wr = warp / (BN / WN), wc = warp % (BN / WN);
     const int lr = lane / 8, lc = lane % 8;
     const bool c_aligned = ldc % 4 == 0 && done.col0 % 4 == 0 && reinterpret_cast<size_t>(C) % 16 == 0;
+#if STAGE_C
+    // Where C's rows are not 16-byte multiples, a thread's 4-float patches land 4 bytes at a time in
+    // 4 different rows' cache lines. Instead the block stages its tile in shared memory (the launcher
+    // gives it BM x BN floats at least), 16 bytes a store, and then stores it row by row: a warp's 32
+    // stores are 32 consecutive floats of one row. The loop is not unrolled: code a block runs once,
+    // at its end, is fetched into the instruction cache by each SM first, and a long unrolled store
+    // path cost small-K launches more than it saved (docs/dispatch-history.md).
+    if (!c_aligned) {
+        __syncthreads();                       // nobody still reads the last K tile (or the split's flag)
+#pragma unroll
+        for (int i = 0; i < TROWS; ++i)
+#pragma unroll
+            for (int wn = 0; wn < WNITER; ++wn)
+                *reinterpret_cast<float4*>(smem + (wr * WM + (i / 4) * 16 + lr * 4 + i % 4) * BN
+                                           + wc * WN + wn * 32 + lc * 4) =
+                    make_float4(acc[i][wn * 4], acc[i][wn * 4 + 1], acc[i][wn * 4 + 2], acc[i][wn * 4 + 3]);
+        __syncthreads();
+#pragma unroll 1
+        for (int o = tid; o < BM * BN; o += THREADS) {
+            const int r = done.row0 + o / BN, c = done.col0 + o % BN;
+            if (r < first_row || c < first_col) continue;   // the neighbour's, recomputed
+            float* p = C + (size_t)r * ldc + c;
+            *p = beta == 0.0f ? alpha * smem[o] : alpha * smem[o] + beta * *p;
+        }
+        return;
+    }
+#endif
 #pragma unroll
     for (int i = 0; i < TROWS; ++i) {
         const int r = done.row0 + wr * WM + (i / 4) * 16 + lr * 4 + i % 4;

@@ -15,7 +15,10 @@ CONFIGS = [{"BM": 64, "BN": 64, "WM": 32, "WN": 32, "SPLIT": 1},
            {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "SPLIT": 3},
            {"BM": 32, "BN": 64, "WM": 32, "WN": 32, "SPLIT": 6},
            {"BM": 128, "BN": 128, "WM": 32, "WN": 64, "SPLIT": 1},
-           {"BM": 128, "BN": 128, "WM": 32, "WN": 64, "SPLIT": 2, "SPREAD": 0, "STAGES": 4}]
+           {"BM": 128, "BN": 128, "WM": 32, "WN": 64, "SPLIT": 2, "SPREAD": 0, "STAGES": 4},
+           # C staged in shared memory where its rows are ragged: in the pipeline's buffers, and past them
+           {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "SPLIT": 3, "STAGE_C": 1},
+           {"BM": 128, "BN": 128, "WM": 32, "WN": 64, "SPLIT": 1, "STAGE_C": 1}]
 SHAPES = [
     Problem(1024, 1024, 1024),                    # whole tiles, 16-byte copies of B
     Problem(1023, 1025, 1021),                    # ragged everywhere: 4-byte copies, edges moved, K padded

@@ -407,7 +407,11 @@ def measure_training(shapes, tries: int, progress: bool = True) -> list[dict]:
             if o.launch.spec.name not in kernels and len(others) < dispatch.RUNNERS_UP:
                 kernels.add(o.launch.spec.name)
                 others.append((o.launch.spec, o.launch.params))
-        jobs += [(spec, params, shape) for spec, params in seen + others]
+        # and their twins (the kernel's model: what its features cannot tell apart), each beside its own
+        twins = [(spec, twin) for spec, params in seen + others
+                 for twin in registry.model(spec).twins(params, Problem(*shape))
+                 if spec.is_legal(twin) and (spec, twin) not in seen + others]
+        jobs += [(spec, params, shape) for spec, params in seen + others + twins]
     return time_jobs(jobs, "gemmlab.matmul's training shapes", progress)
 
 
