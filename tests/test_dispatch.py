@@ -359,17 +359,24 @@ def test_class_draws_are_each_of_their_class_and_none_of_the_suites():
     assert {cls for cls, _ in drawn} == set(training.DRAWN_CLASSES)
 
 
-def test_a_training_shape_times_its_best_configurations_each_once(monkeypatch):
+@pytest.mark.parametrize("shape", [(2047, 2047, 2047), (2048, 2048, 2048)])
+def test_a_training_shape_times_its_best_configurations_each_once(monkeypatch, shape):
     """The `tries` options timed at a shape are distinct configurations (each at its best split), not the
-    splits of one configuration; the runners-up are other kernels."""
+    splits of one configuration; the runners-up are other kernels; and beside them, where C's rows are ragged,
+    each option's twin that its kernel's model cannot tell from it (chapter 13's other store of C), none where
+    they are not."""
     timed = []
     monkeypatch.setattr(training.bench, "bench",
                         lambda spec, params, shape, budget_s: timed.append((spec, params)) or _Row())
-    shape = (2047, 2047, 2047)
     training.measure_training([shape], 4, progress=False)
     keys = [time_model.config_key(spec.name, time_model.unsplit(spec, params)) for spec, params in timed]
-    assert len(keys) == len(set(keys)) == 4 + dispatch.RUNNERS_UP
-    assert len({spec.name for spec, _ in timed[4:]}) == dispatch.RUNNERS_UP
+    assert len(keys) == len(set(keys))
+    options, twins = timed[:4 + dispatch.RUNNERS_UP], timed[4 + dispatch.RUNNERS_UP:]
+    assert len({spec.name for spec, _ in options[4:]}) == dispatch.RUNNERS_UP
+    every = [(spec.name, twin) for spec, params in options for twin in registry.model(spec).twins(params, Problem(*shape))]
+    assert bool(every) == (shape[1] % 4 != 0)
+    assert [(spec.name, params) for spec, params in twins] == [
+        twin for twin in every if twin not in [(spec.name, params) for spec, params in options]]
 
 
 class _Row:

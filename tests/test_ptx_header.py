@@ -20,7 +20,9 @@ ROOT = Path(__file__).resolve().parent.parent
 HEADER = ROOT / "kernels" / "ptx.cuh"
 BEFORE = json.loads((Path(__file__).parent / "data" / "sass_before_ptx_header.json").read_text())
 # (kernel, params, every SASS its code gave before the move, the most frequent first)
-CONFIGS = [(c["kernel"], c["params"], [c["sass_sha256"], *c.get("also_seen", [])]) for c in BEFORE["configs"]]
+# (a tunable added since, at its default, builds what the configuration built then: chapter 13's STAGE_C=0)
+CONFIGS = [(c["kernel"], registry.get(c["kernel"]).resolve(c["params"]), [c["sass_sha256"], *c.get("also_seen", [])])
+           for c in BEFORE["configs"]]
 DEFAULTS = [(k, p, h) for k, p, h in CONFIGS if p == registry.get(k).resolve(None)]
 USERS = ("09_pipeline", "10_issue_rate", "11_last_wave", "13_split_k")   # the kernels that include it
 

@@ -14,10 +14,18 @@ def _split_kernel():
                 if registry.programme(spec).regime_shapes and not registry.model(spec).streams)
 
 
+def _stores_of_c(params: dict, shape) -> str:
+    """How the kernel's epilogue stores C: 16 bytes at a time where C's rows are 16-byte multiples, else 4 bytes at a
+    time from the registers, or through shared memory a row at a time (STAGE_C)."""
+    if shape[1] % 4 == 0:
+        return "16 bytes"
+    return "a row at a time, staged" if params.get("STAGE_C") else "4 bytes"
+
+
 def show_split_regime() -> None:
     """This chapter's kernel at each of its regime shapes (small grids, ragged edges; none of them in the
     suite): its fastest recorded configuration there, how many blocks that launches (tiles times pieces),
-    how it copies B, its speed, and cuBLAS's in the same run."""
+    how it copies B and stores C, its speed, and cuBLAS's in the same run."""
     spec = _split_kernel()
     rec = results.record()
     rows = []
@@ -25,9 +33,9 @@ def show_split_regime() -> None:
         shown = launch.launch(*shape, kernel=spec, params=best["params"])
         rows.append([records.shape_label(shape), spec.changes_label(best["params"]) or "defaults",
                      f"{shown.tiles:,} x {shown.k_split}",
-                     "16 bytes" if shown.fast_tiles == shown.tiles else "4 bytes",
+                     "16 bytes" if shown.fast_tiles == shown.tiles else "4 bytes", _stores_of_c(best["params"], shape),
                      f"{best['gflops'] / 1e3:.2f}", f"{best['cublas_gflops'] / 1e3:.2f}", f"{best['ratio']:.2f}"])
     markdown(table(["M x N x K", "fastest configuration (against the defaults)", "tiles x pieces along K",
-                    "copies of B", "TFLOP/s", "cuBLAS TFLOP/s", "ratio"], rows)
+                    "copies of B", "stores of C", "TFLOP/s", "cuBLAS TFLOP/s", "ratio"], rows)
              + f"\n\n{spec.name}'s fastest of the configurations the sliders offer at each shape, validated, then "
                f"timed interleaved with cuBLAS FP32 in the same run. *{rec.label}*")
