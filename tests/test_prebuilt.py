@@ -84,9 +84,16 @@ def test_a_build_not_shipped_is_compiled(tmp_path, monkeypatch):
 
 @pytest.mark.gpu
 def test_the_first_matmul_with_an_empty_cache_compiles_nothing(tmp_path, monkeypatch):
-    """gemmlab.matmul's first call at 2048^3 with nothing compiled yet: the plan's build is shipped."""
+    """gemmlab.matmul's first call at 2048^3 with nothing compiled yet: the plan's build is shipped. On a GPU with no
+    model of its own the first call tunes, timing (and compiling) the class's best few builds by design: here it
+    takes the shipped model's plan, as it does on the GPUs the model was fitted to."""
     from gemmlab import bench, device, library
+    from gemmlab.library import first_use
     cp = device.cupy()
+    arch = device.facts().arch
+    if not any(entry["arch"] == arch for entry in prebuilt.manifest().values()):
+        pytest.skip(f"gemmlab ships no builds for {arch}: its first call compiles")
+    monkeypatch.setattr(first_use, "has_model", lambda gpu: True)
     monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
     monkeypatch.setattr(library, "_kernels", {})
     monkeypatch.setattr(bench, "_modules", {})
