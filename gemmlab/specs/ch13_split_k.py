@@ -45,7 +45,8 @@ def _fast_tiles(p, pr) -> int:
 
 
 def _staged_c_bytes(p) -> int:
-    """Shared memory the epilogue stages C's tile in (STAGE_C=1): BM x BN floats, in the pipeline's buffers."""
+    """Shared memory the epilogue stages C's tile in (STAGE_C=1): BM x BN floats, over the pipeline's buffers (done
+    with by then)."""
     return 4 * p["BM"] * p["BN"] if p["STAGE_C"] else 0
 
 
