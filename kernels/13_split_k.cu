@@ -4,8 +4,8 @@
 // multiples of its tiles. Elsewhere two things cost it speed, and this kernel removes both.
 //   * Ragged edges. 11's blocks whose tile reaches past M, N or K, and all of them where B's rows
 //     are not 16-byte multiples, take a checked copy path that works out, element by element,
-//     whether each copy lies inside the matrices: slower a tile (chapter 14 fits how much). Here no copy in the main
-//     loop is checked.
+//     whether each copy lies inside the matrices, which makes each such tile slower (chapter 14
+//     fits how much). Here no copy in the main loop is checked.
 //       - A tile at the bottom or right edge is moved back inside C (its origin becomes M - BM or
 //         N - BN): it recomputes a few rows or columns of its neighbour and stores only its own.
 //         Every tile then lies inside C, so every block runs the same unchecked loop. M and N must
@@ -16,18 +16,18 @@
 //       - Where B's rows (or this tile's columns) do not start 16 bytes aligned, B is copied
 //         4 bytes at a time, still unchecked: 4 copies for one, where the checked path cost a
 //         bounds test and an address per float.
-//       - Where C's rows do not start 16 bytes aligned, STAGE_C=1 stores the tile through shared
-//         memory, a warp's 32 stores on one row (0: 4 bytes at a time from the registers, 4 rows a
-//         warp's store). Which is faster depends on the shape: the plan chooses.
-//   * Grids that do not fill the GPU. At 640 x 640, 128 x 128 tiles make 25 blocks (11's 128 x 256, 15) for
-//     132 SMs. Small tiles (down to 32 x 32) make more blocks, and SPLIT cuts every tile's K range
-//     into up to SPLIT pieces, one block each (gridDim.z pieces: the launcher uses fewer where the
-//     workspace cannot hold SPLIT partial tiles of every tile): each piece writes its partial tile
-//     to a workspace, and the last piece of a tile to arrive adds all of them, in piece order, and
-//     writes C. Nobody waits for anybody (11's pieces took turns: chapter 14 fits what each adds),
-//     and the sum's order does not depend on which piece came last, so a result is the same bits
-//     run after run. The workspace and the arrival counts belong to the module: two launches of one
-//     compiled kernel must not run at once.
+//       - Where C's rows (or this tile's columns) do not start 16 bytes aligned, STAGE_C=1 stores the
+//         tile through shared memory, a warp's 32 stores on one row (0: 4 bytes at a time from the
+//         registers, 4 rows a warp's store). Which is faster depends on the shape: the plan chooses.
+//   * Grids that do not fill the GPU. At 640 x 640, 128 x 128 tiles make 25 blocks (11's
+//     128 x 256, 15) for 132 SMs. Small tiles (down to 32 x 32) make more blocks, and SPLIT cuts
+//     every tile's K range into up to SPLIT pieces, one block each (gridDim.z pieces: the launcher
+//     uses fewer where the workspace cannot hold SPLIT partial tiles of every tile, or K has fewer
+//     tiles): each piece writes its partial tile to a workspace, and the last piece of a tile to
+//     arrive adds all of them, in piece order, and writes C. Nobody waits for anybody (11's pieces
+//     took turns: chapter 14 fits what each adds), and the sum's order does not depend on which
+//     piece came last, so a result is the same bits run after run. The workspace and the arrival
+//     counts belong to the module: two launches of one compiled kernel must not run at once.
 
 #include "ptx.cuh"   // cp.async and the block's coordinates: PTX (and its CPU twin)
 
@@ -340,12 +340,13 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
     const int lr = lane / 8, lc = lane % 8;
     const bool c_aligned = ldc % 4 == 0 && done.col0 % 4 == 0 && reinterpret_cast<size_t>(C) % 16 == 0;
 #if STAGE_C
-    // Where C's rows are not 16-byte multiples, a thread's 4-float patches land 4 bytes at a time in
-    // 4 different rows' cache lines. Instead the block stages its tile in shared memory (the launcher
-    // gives it BM x BN floats at least), 16 bytes a store, and then stores it row by row: a warp's 32
-    // stores are 32 consecutive floats of one row. The loop is not unrolled: code a block runs once,
-    // at its end, is fetched into the instruction cache by each SM first, and a long unrolled store
-    // path cost small-K launches more than it saved (docs/dispatch-history.md).
+    // Where C's rows (or this tile's columns) do not start 16 bytes aligned, a thread's 4-float
+    // patches land 4 bytes at a time in 4 different rows' cache lines. Instead the block stages its
+    // tile in shared memory (the launcher gives it BM x BN floats at least), 16 bytes a store, and
+    // then stores it row by row: a warp's 32 stores are 32 consecutive floats of one row. The loop
+    // is not unrolled: code a block runs once, at its end, is fetched into the instruction cache by
+    // each SM first, and a long unrolled store path cost small-K launches more than it saved
+    // (docs/dispatch-history.md).
     if (!c_aligned) {
         __syncthreads();                       // nobody still reads the last K tile (or the split's flag)
 #pragma unroll

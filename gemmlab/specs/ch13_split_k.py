@@ -100,8 +100,8 @@ SPEC = KernelSpec(
               "pieces along K that every tile is cut into, one block each; the last piece of a tile to arrive "
               "adds the partial tiles (1: none; fewer where the 32 MiB workspace cannot hold them all)",
               slider=(1, 2, 4, 8)),
-        Param("STAGE_C", (0, 1), 0, "where C's rows are not 16-byte multiples, 1: the tile is stored through shared "
-                                    "memory a row at a time; 0: 4 bytes at a time from the registers"),
+        Param("STAGE_C", (0, 1), 0, "where C's rows (or the tile's columns) do not start 16-byte aligned, 1: the tile "
+                                    "is stored through shared memory row by row; 0: 4 bytes at a time from the registers"),
     ),
     rules=rules(),
     shape_rules=SHAPE_RULES,
