@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -397,6 +398,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:          # Ctrl-C: one line, no traceback (compile workers are stopped where raised)
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:            # the reader of the output stopped early (`| head`): nothing left to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # Python's own flush at exit stays quiet
+        return 0
 
 
 if __name__ == "__main__":

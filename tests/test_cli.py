@@ -90,3 +90,14 @@ def test_plan_says_which_sizes_are_missing_or_not_whole():
         out = run(*argv)
         assert out.returncode == 2 and said in out.stderr, (argv, out.stderr)
         assert "Traceback" not in out.stderr and "M N K" in out.stderr
+
+
+def test_output_cut_short_by_its_reader_ends_quietly():
+    """`python -m gemmlab plan ... | head -1`: the reader closes the pipe after one line, and the command ends
+    without a traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "gemmlab", "plan", "3000", "3000", "3000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()            # no reader at all: the first write breaks the pipe
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
