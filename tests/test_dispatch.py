@@ -217,6 +217,27 @@ def test_the_fit_leaves_out_training_rows_timed_on_older_code_of_their_kernel():
     assert len(kept) == len(fit.training_rows(rec, current)) - len(rows[::2])
 
 
+def test_the_fit_leaves_out_timings_taken_while_the_gpu_was_disturbed():
+    """A row whose interleaved cuBLAS run took far longer (or shorter) than cuBLAS's median at its shape was timed
+    while something else held the GPU: both its times are off, so the fit leaves it out; a shape with too few rows
+    for a median keeps all of them."""
+    rows = [r for r in training.rows_of(records.latest()) if r["kernel"] == "13_split_k"]
+    shape = records.shape_key(rows[0])
+    same = copy.deepcopy([r for r in rows if records.shape_key(r) == shape][:4])
+    assert len(same) == 4
+    for r in same:
+        r["cublas_ms"] = 1.0
+    slow, fast = copy.deepcopy(same[0]), copy.deepcopy(same[1])
+    slow["cublas_ms"], slow["ms"] = fit.DISTURBED * 1.05, slow["ms"] * 3
+    fast["cublas_ms"] = 1 / (fit.DISTURBED * 1.05)
+    kept = fit.undisturbed(same + [slow, fast])
+    assert kept == same
+    assert fit.undisturbed([slow, fast]) == [slow, fast]
+    within = copy.deepcopy(same[2])
+    within["cublas_ms"] = fit.DISTURBED * 0.95
+    assert fit.undisturbed(same + [within]) == same + [within]
+
+
 def test_a_damaged_model_falls_back_to_a_kernel_that_runs_the_shape(tmp_path, monkeypatch):
     (tmp_path / "nvidia-h100-80gb-hbm3.json").write_text("{ not json")
     monkeypatch.setattr(time_model, "FITTED_DIR", tmp_path)

@@ -33,16 +33,35 @@ STORE_GRID = tuple(np.round(np.arange(0.0, 6.0 + 1e-9, 0.1), 2))
 OWN_ALONE_ROWS = 3
 # A configuration becomes a candidate when it was among its kernel's fastest few at a recorded shape.
 KEEP_PER_SHAPE = 3
+# A timing whose cuBLAS run (interleaved with it) took more than this factor longer or shorter than cuBLAS's median
+# over the shape's rows was disturbed (the GPU or the host busy elsewhere): both its times are off, and the fit
+# uses the kernel's (docs/dispatch-history.md, round 24).
+DISTURBED = 1.2
+# ... judged only where a shape has at least this many rows to take a median over
+DISTURBED_MIN_ROWS = 3
+
+
+def undisturbed(rows: list[dict]) -> list[dict]:
+    """`rows` less those timed while the GPU was disturbed (DISTURBED)."""
+    times: dict[tuple, list[float]] = {}
+    for r in rows:
+        times.setdefault(records.shape_key(r), []).append(r["cublas_ms"])
+    median = {shape: float(np.median(t)) for shape, t in times.items() if len(t) >= DISTURBED_MIN_ROWS}
+    return [r for r in rows if records.shape_key(r) not in median
+            or 1 / DISTURBED <= r["cublas_ms"] / median[records.shape_key(r)] <= DISTURBED]
+
+
 def training_rows(rec: records.Record, trained: list[dict] | None = None) -> list[dict]:
     """The record's validated timings (the sliders' configurations at three sizes, the final chapter's
     per-shape search, the ladder's eight shapes, and the plan's own training shapes once `record
     --matmul-training` has run) of kernels that stage K tiles (the model's per-step cost needs them),
-    leaving out timings of a kernel whose code changed since they were made. `trained`: the training rows
-    (default: those recorded beside `rec`, research/training.rows_of)."""
+    leaving out timings of a kernel whose code changed since they were made, and those timed while the GPU was
+    disturbed (`undisturbed`). `trained`: the training rows (default: those recorded beside `rec`,
+    research/training.rows_of)."""
     rows = [*rec.data["results"], *rec.data.get("final_search", []), *rec.data.get("ladder", []),
             *(training.rows_of(rec) if trained is None else trained)]
     ridge = ridge_of(rec.device)
-    return [r for r in rows if rec.row_is_fresh(r)
+    return [r for r in undisturbed(rows) if rec.row_is_fresh(r)
             and registry.KERNELS[r["kernel"]].k_tile is not None
             and (not registry.model(r["kernel"]).streams
                  or Problem(*records.shape_key(r)).intensity <= STREAMING_REACH * ridge)]

@@ -338,14 +338,35 @@ def _short_k_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int
     return tuple(shapes)
 
 
+def _few_rows_long_k_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
+    """A few rows (2-64; every other shape transposed: a few columns) against a long side of 2,048-16,384 and K of
+    8,192-32,768, log-uniform, by a seeded draw, none of them in either suite, each followed by the same shape with its
+    few rows padded to 32 or 64: decode batches through wide layers, where the plan pads C to whole 32- or 64-row tiles
+    and splits K. A round times the plan's options on the call as it is, so the padded product the plan runs is timed
+    only as a shape of its own; round 24's probe found the fit's pick of tile there 14-17% slower than the fastest of
+    chapter 13's 64-row tiles (docs/dispatch-history.md)."""
+    import random
+    rng = random.Random(seed)
+    shapes = []
+    while len(shapes) < 2 * count:
+        few, long_side, K = rng.randint(2, 64), round(2 ** rng.uniform(11, 14)), round(2 ** rng.uniform(13, 15))
+        padded = 32 if few <= 32 else 64
+        pair = [(few, long_side, K), (padded, long_side, K)]
+        if len(shapes) % 4:
+            pair = [(n, m, k) for m, n, k in pair]
+        if not any(s in _SUITES or s in shapes for s in pair) and few != padded:
+            shapes += pair
+    return tuple(shapes)
+
+
 # Where `record --matmul` times the plan's best few options (DISPATCH_TRIES of them) for the fit.
 CLASS_TRAINING_SHAPES = (_class_training_shapes(50, seed=33) + _small_k_training_shapes(20, seed=35)
-                         + tuple(shape for _, shape in class_draws(70, seed=41)))
+                         + tuple(shape for seed in (41, 45) for _, shape in class_draws(70, seed=seed)))
 DISPATCH_TRAINING_SHAPES = (_training_shapes(48, seed=17) + _skinny_training_shapes(32, seed=12)
                             + _aligned_training_shapes(24, seed=23) + _short_side_training_shapes(16, seed=29)
                             + CLASS_TRAINING_SHAPES + FEW_COLUMNS_TRAINING_SHAPES + RAGGED_TRAINING_SHAPES
                             + _large_training_shapes(12, seed=43) + _large_training_shapes(12, seed=47, multiple=8)
-                            + _short_k_training_shapes(16, seed=53))
+                            + _short_k_training_shapes(16, seed=53) + _few_rows_long_k_training_shapes(16, seed=59))
 DISPATCH_TRIES = 4
 # The grid of the final chapter's heatmap of gemmlab.matmul against cuBLAS (`record --matmul`): M and N
 # over these sizes, at each of these K; before dispatch (the final kernel at its defaults) and after.
