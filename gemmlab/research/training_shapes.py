@@ -267,8 +267,8 @@ def _few_rows_long_k_training_shapes(count: int, seed: int) -> tuple[tuple[int, 
     8,192-32,768, log-uniform, by a seeded draw, none of them in either suite, each followed by the same shape with its
     few rows padded to 32 or 64: decode batches through wide layers, where the plan pads C to whole 32- or 64-row tiles
     and splits K. A round times the plan's options on the call as it is, so the padded product the plan runs is timed
-    only as a shape of its own; round 24's probe found the fit's pick of tile there 14-17% slower than the fastest of
-    chapter 13's 64-row tiles (docs/dispatch-history.md)."""
+    only as a shape of its own; round 24's probe found the plan's call there 18-21% slower than the fastest of chapter
+    13's 64-row tiles alone (docs/dispatch-history.md)."""
     import random
     rng = random.Random(seed)
     shapes = []
