@@ -39,8 +39,14 @@ def _model_of(fitted: dict) -> time_model.Model:
 
 
 def _resources(fitted: dict) -> dict:
-    return {time_model.config_key(c["kernel"], c["params"]): (c["registers"], c["static_smem"])
-            for c in fitted["candidates"]}
+    """The builds' registers and static shared memory as the fitted model has them: each candidate's, and each
+    of its splits'."""
+    out = {}
+    for c in fitted["candidates"]:
+        out[time_model.config_key(c["kernel"], c["params"])] = (c["registers"], c["static_smem"])
+        for b in c.get("split_builds", []):
+            out[time_model.config_key(c["kernel"], {**c["params"], **b["split"]})] = (b["registers"], b["static_smem"])
+    return out
 
 
 @pytest.mark.slow     # a refit of the model (the heavy tier)

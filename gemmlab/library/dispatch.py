@@ -253,26 +253,35 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> t
             if not aligned and spec.pointer_alignment(cand.params) > 4:
                 raise UnsupportedShape(spec.name, "pointer-alignment",
                                        "it loads 16 bytes at a time, and an operand does not start 16-byte aligned")
-            per_sm = blocks_per_sm(spec, cand.params, cand.registers, cand.static_smem, dev["arch"])
         except (UnsupportedShape, IllegalConfig) as exc:
             refused.setdefault(spec.name, str(exc))
             continue
         # a tile's cost beyond its K steps, with what storing C 4 bytes at a time adds (the same for every split)
         store = m.store_by_kernel.get(spec.name, 0.0) if cand.store is None else cand.store
         per_tile = cand.per_tile_us * (1 + store * scalar_stores(spec, problem, aligned))
+        try:
+            own_per_sm = blocks_per_sm(spec, cand.params, cand.registers, cand.static_smem, dev["arch"])
+        except IllegalConfig as exc:
+            refused.setdefault(spec.name, str(exc))
+            continue
         for params in split_variants(spec, cand.params):
             try:
+                # each split's own build: its registers may differ from the unsplit one's, and with them the blocks
+                # an SM holds
+                per_sm = blocks_per_sm(spec, params, *cand.build(params), dev["arch"])
                 # a last-wave split that splits no tile of this launch is the unsplit kernel with the split's
                 # code besides, which costs it 2% on the H100 (docs/dispatch.md): the unsplit build is offered
                 if spec.split(params) > 1 and spec.is_legal(unsplit(spec, params)) \
                         and not spec.split_count(params, problem, dev["sm_count"] * per_sm):
                     continue
                 launch = launch_with(spec, params, problem, dev, per_sm, gpu)
-            except UnsupportedShape as exc:
+            except (UnsupportedShape, IllegalConfig) as exc:
                 refused.setdefault(spec.name, str(exc))
                 continue
             w, steps, lone, chained, checked, rest = features(spec, params, problem, dev["sm_count"], per_sm)
-            tile_us = (per_tile + cand.per_step_us * steps) * scale * \
+            # the costs are a round's of the candidate's own build: a round of a split's build that holds other
+            # blocks an SM does their share of an SM's work (fit.CandidateRows.occupancy)
+            tile_us = (per_tile + cand.per_step_us * steps) * scale * per_sm / own_per_sm * \
                 (1 + m.ragged_by_kernel.get(spec.name, m.ragged) * checked)
             fixed = m.launch_us + (m.chain_us if cand.chain_us is None else cand.chain_us) * chained
             alone = m.alone if cand.alone is None else cand.alone

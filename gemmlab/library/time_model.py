@@ -14,7 +14,9 @@ configuration c of a kernel:
   (spec.split_time); a tile cut along K by chapter 13's SPLIT is that many blocks, each with its
   share of the K steps.
 * A configuration stands for every value of its split tunables (11's and 13's `SPLIT`): its constants are
-  fitted to the timings of all its splits, and a plan prices each split.
+  fitted to the timings of all its splits, and a plan prices each split. Each split is a build of its own, whose
+  registers may differ (Candidate.split_builds): its rounds are counted in its own blocks per SM, and its per-tile
+  and per-step costs, a round's of the configuration's own build, scaled by its blocks per SM over that build's.
 * `K steps` is K per block, in the kernel's K tiles; `per_tile` is what a block costs beyond them
   (filling the pipeline, the epilogue).
 * `chain` is what each piece of a split tile adds, fitted per kernel: chapter 11's pieces add into C one
@@ -73,12 +75,22 @@ def pieces_of(spec: KernelSpec, params: Params) -> tuple[int, int]:
     return spec.split(params), spec.k_split(params, SPLIT_PROBE)
 
 
+# split_tunables and split_variants by the spec's identity (a spec is not hashable): a plan asks them of every
+# candidate, and each answer costs hundreds of rule checks
+_SPLITS: dict[int, tuple[KernelSpec, list[str]]] = {}
+_VARIANTS: dict[tuple, tuple[KernelSpec, list[dict]]] = {}
+
+
 def split_tunables(spec: KernelSpec) -> list[str]:
     """The tunables that set how many pieces a tile is cut into (none for most kernels): one candidate
     configuration stands for all of their values, and the plan prices each."""
-    d = spec.defaults
-    return [p.name for p in spec.params
-            if any(pieces_of(spec, {**d, p.name: v}) != pieces_of(spec, d) for v in p.values)]
+    known = _SPLITS.get(id(spec))
+    if known is None or known[0] is not spec:
+        d = spec.defaults
+        known = _SPLITS[id(spec)] = (spec, [p.name for p in spec.params
+                                            if any(pieces_of(spec, {**d, p.name: v}) != pieces_of(spec, d)
+                                                   for v in p.values)])
+    return list(known[1])
 
 
 def unsplit(spec: KernelSpec, params: Params) -> dict:
@@ -91,10 +103,14 @@ def unsplit(spec: KernelSpec, params: Params) -> dict:
 
 def split_variants(spec: KernelSpec, params: Params) -> list[dict]:
     """The configuration with every legal value of its split tunables (itself alone for most kernels)."""
-    variants = [dict(params)]
-    for name in split_tunables(spec):
-        variants = [{**v, name: value} for v in variants for value in spec.tunable(name).values]
-    return [v for v in variants if spec.is_legal(v)]
+    key = (id(spec), tuple(sorted(params.items())))
+    known = _VARIANTS.get(key)
+    if known is None or known[0] is not spec:
+        variants = [dict(params)]
+        for name in split_tunables(spec):
+            variants = [{**v, name: value} for v in variants for value in spec.tunable(name).values]
+        known = _VARIANTS[key] = (spec, [v for v in variants if spec.is_legal(v)])
+    return [dict(v) for v in known[1]]
 
 
 def config_key(kernel: str, params: Params) -> str:
@@ -161,15 +177,16 @@ def features(spec: KernelSpec, params: Params, problem: Problem, sm_count: int,
     return float(rounds), steps, False, gathered if gathered > 1 else 0, checked, last / blocks_per_sm
 
 
-def waves(w, lone, rest, alone, per_sm: int):
-    """The model's whole-round times of a launch, from features' w, lone and rest (numbers or arrays):
+def waves(w, lone, rest, alone, per_sm):
+    """The model's whole-round times of a launch, from features' w, lone and rest (numbers or arrays, and so
+    may per_sm be):
     w rounds, times `alone` where every block has an SM to itself, plus a last round filled `rest` of
     the way (rest x per_sm blocks on the busiest SM). A block alone takes `alone` of a full round's
     time, per_sm of them a whole one, and the counts between lie on the line between the two: an SM
     shared by fewer blocks hides less latency, so it does not run them in their share of a round."""
     alone = np.maximum(alone, 1.0 / per_sm)          # no block runs faster than a whole SM lets it
     last = np.asarray(rest) * per_sm
-    between = alone + (1.0 - alone) * (last - 1.0) / max(per_sm - 1, 1)
+    between = alone + (1.0 - alone) * (last - 1.0) / np.maximum(np.asarray(per_sm) - 1, 1)
     return w * np.where(lone, alone, 1.0) + np.where(last > 0, between, 0.0)
 
 
@@ -191,6 +208,17 @@ class Candidate:
     best_tflops: float | None = None   # the best rate it reached in the record (None: no ceiling)
     chain_us: float | None = None  # its own cost per piece of a split tile (None: the model's)
     store: float | None = None     # its own per-tile cost added by 4-byte stores of C (None: its kernel's)
+    # (the values of its split tunables, registers, static shared memory) of each split's own build: a split
+    # compiles other code (the pieces' partial tiles), so its registers, and the blocks an SM holds, may differ
+    split_builds: tuple = ()
+
+    def build(self, params: Params) -> tuple[int, int]:
+        """(registers, static shared memory) of the build that runs `params`, one of its split variants."""
+        if not self.split_builds:
+            return self.registers, self.static_smem
+        values = tuple(params[name] for name in split_tunables(self.spec))
+        return next(((regs, smem) for v, regs, smem in self.split_builds if v == values),
+                    (self.registers, self.static_smem))
 
 
 @dataclass(frozen=True)
@@ -247,7 +275,29 @@ def _candidate(path: Path, i: int, c) -> Candidate:
         if c.get(name) is not None and not number(c[name]):
             raise refuse(f"has {name}={c[name]!r}, not a number of at least 0")
     return Candidate(spec, params, c["registers"], c["static_smem"], c["per_tile_us"], c["per_step_us"],
-                     c.get("alone"), c.get("best_tflops"), c.get("chain_us"), c.get("store"))
+                     c.get("alone"), c.get("best_tflops"), c.get("chain_us"), c.get("store"),
+                     _split_builds(spec, params, c.get("split_builds", []), refuse))
+
+
+def _split_builds(spec: KernelSpec, params: dict, builds, refuse) -> tuple:
+    """A candidate's `split_builds`, checked: each a split of it (every split tunable's value, a legal one), with
+    whole numbers of registers and static shared memory."""
+    names = split_tunables(spec)
+    if not isinstance(builds, list):
+        raise refuse(f"has split_builds={builds!r}, not a list")
+    if builds:        # (the legal splits are what a plan prices, and split_variants keeps them for it)
+        legal = {tuple(v[n] for n in names) for v in split_variants(spec, params)}
+    out = []
+    for b in builds:
+        split = b.get("split") if isinstance(b, dict) else None
+        if not isinstance(split, dict) or sorted(split) != sorted(names) \
+                or tuple(split[n] for n in names) not in legal:
+            raise refuse(f"has a split build {b!r} that is not one of its splits ({', '.join(names) or 'it has none'})")
+        if not all(isinstance(b.get(k), int) and not isinstance(b.get(k), bool) and b[k] >= 0
+                   for k in ("registers", "static_smem")):
+            raise refuse(f"has a split build {b!r} without whole numbers of registers and static_smem")
+        out.append((tuple(split[n] for n in names), b["registers"], b["static_smem"]))
+    return tuple(out)
 
 
 def load(path: Path) -> Model:

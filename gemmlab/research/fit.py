@@ -13,7 +13,7 @@ from .. import files, records, registry
 from . import training
 from ..compile import compile_kernel, precompile
 from ..library.time_model import (STREAMING_REACH, blocks_per_sm, config_key, copy_path, features, fitted_path,
-                                  pieces_of, scalar_stores, split_variants, unsplit, waves)
+                                  pieces_of, scalar_stores, split_tunables, split_variants, unsplit, waves)
 from ..launch import ridge as ridge_of
 from ..spec import Problem
 
@@ -114,7 +114,8 @@ class CandidateRows:
     """One candidate's rows as the model sees them (time_model.features), one array entry per row: whole
     rounds `w`, K steps `k`, blocks alone on an SM `lone`, pieces of split tiles `pieces`, the share of
     tiles on the checked copy path `checked`, the last round's fill `rest`, and the measured times `us`;
-    with its blocks per SM, and where C is stored 4 bytes at a time (`scalar`, time_model.scalar_stores)."""
+    with the blocks per SM of each row's build (a split's own), and where C is stored 4 bytes at a time (`scalar`,
+    time_model.scalar_stores)."""
     w: np.ndarray
     k: np.ndarray
     lone: np.ndarray
@@ -122,12 +123,13 @@ class CandidateRows:
     checked: np.ndarray
     rest: np.ndarray
     us: np.ndarray
-    per_sm: int
+    per_sm: np.ndarray
     scalar: np.ndarray
+    occupancy: np.ndarray          # per_sm against the candidate's own build's: what a round of a split's build holds
     grams: dict = field(default_factory=dict, compare=False, repr=False)   # (alone, ragged, store) -> _gram's
 
     def model_waves(self, alone: float, ragged: float) -> np.ndarray:
-        return waves(self.w, self.lone, self.rest, alone, self.per_sm) * (1 + ragged * self.checked)
+        return waves(self.w, self.lone, self.rest, alone, self.per_sm) * self.occupancy * (1 + ragged * self.checked)
 
     def error(self, launch_us: float, alone: float, chain_us: float, ragged: float, store: float = 0.0) -> float:
         """The squared relative error of the best per-tile and per-step costs for these constants (the
@@ -146,31 +148,35 @@ def _best(grid, error) -> object:
 
 def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None,
         trained: list[dict] | None = None) -> dict:
-    """The model, fitted to `rec`: what gemmlab/fitted/ keeps. `resources` maps a candidate's key to
-    (registers, static shared memory) of its build for the record's GPU; compiled where missing."""
+    """The model, fitted to `rec`: what gemmlab/fitted/ keeps. `resources` maps a configuration's key (a
+    candidate's, or one of its splits') to (registers, static shared memory) of its build for the record's GPU;
+    compiled where missing."""
     dev = rec.device
     arch = f"sm_{dev['compute_capability'][0]}{dev['compute_capability'][1]}"
     rows = training_rows(rec, trained)
     configs = candidate_configs(rows)
     resources = dict(resources or {})
-    precompile([(kernel, params, arch) for kernel, params in configs if config_key(kernel, params) not in resources])
-    for kernel, params in configs:
-        key = config_key(kernel, params)
-        if key not in resources:
-            build = compile_kernel(kernel, params, arch)
-            resources[key] = (build.resources.registers, build.resources.static_smem)
+    # every split of every candidate is a build of its own: its registers set how many blocks an SM holds
+    builds = [(kernel, v) for kernel, params in configs for v in split_variants(registry.KERNELS[kernel], params)]
+    precompile([(kernel, v, arch) for kernel, v in builds if config_key(kernel, v) not in resources])
+    for kernel, v in builds:
+        if config_key(kernel, v) not in resources:
+            build = compile_kernel(kernel, v, arch)
+            resources[config_key(kernel, v)] = (build.resources.registers, build.resources.static_smem)
     data: list[CandidateRows] = []
     best_rates = []             # per candidate: the best rate (TFLOP/s) its rows reached
     for kernel, params in configs:
         spec = registry.KERNELS[kernel]
-        regs, smem = resources[config_key(kernel, params)]
-        per_sm = blocks_per_sm(spec, params, regs, smem, arch)
         mine = [r for r in rows if r["kernel"] == kernel and unsplit(spec, r["params"]) == params]
         best_rates.append(max(Problem(*records.shape_key(r)).flops / (r["ms"] * 1e9) for r in mine))
-        feats = [features(spec, r["params"], Problem(*records.shape_key(r)), dev["sm_count"], per_sm) for r in mine]
+        per_sm = np.array([blocks_per_sm(spec, r["params"], *resources[config_key(kernel, spec.resolve(r["params"]))],
+                                         arch) for r in mine])
+        own_per_sm = blocks_per_sm(spec, params, *resources[config_key(kernel, params)], arch)
+        feats = [features(spec, r["params"], Problem(*records.shape_key(r)), dev["sm_count"], n)
+                 for r, n in zip(mine, per_sm)]
         columns = [np.array([f[i] for f in feats], dtype=float if i in (1, 3) else None) for i in range(6)]
         scalar = np.array([scalar_stores(spec, Problem(*records.shape_key(r))) for r in mine])
-        data.append(CandidateRows(*columns, np.array([r["ms"] * 1e3 for r in mine]), per_sm, scalar))
+        data.append(CandidateRows(*columns, np.array([r["ms"] * 1e3 for r in mine]), per_sm, scalar, per_sm / own_per_sm))
 
     def total(launch_us: float, alone: float, chain_us: float, ragged: float, of=data) -> float:
         return sum(d.error(launch_us, alone, chain_us, ragged) for d in of)
@@ -241,10 +247,12 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
         rel = (fixed + w * (a * (1 + store_c * d.scalar) + b * d.k)) / d.us - 1
         errors += list(rel)
         regs, smem = resources[config_key(kernel, params)]
+        splits = [{"split": {n: v[n] for n in split_tunables(spec)}, "registers": resources[config_key(kernel, v)][0],
+                   "static_smem": resources[config_key(kernel, v)][1]} for v in split_variants(spec, params) if v != params]
         candidates.append({"kernel": kernel, "params": params, "registers": regs, "static_smem": smem,
                            "per_tile_us": a, "per_step_us": b, "alone": own, "chain_us": own_chain, "store": own_store,
                            "best_tflops": round(best_tflops, 3), "rows": len(d.us),
-                           "worst_error": float(np.abs(rel).max())})
+                           "worst_error": float(np.abs(rel).max()), **({"split_builds": splits} if splits else {})})
     errors = np.abs(np.array(errors))
     used = sorted({kernel for kernel, _ in configs})
     return {
