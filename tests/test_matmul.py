@@ -168,7 +168,7 @@ def test_a_call_just_past_whole_tiles_is_peeled_and_b_copied_into_16_byte_rows()
     assert plan.predicted_us < dispatch.plan_for(plan.problem, *dispatch.device_facts(), reshape=False).predicted_us
     text = str(plan)
     assert "peeled: the kernel above runs the first 2,048 rows and 2,048 columns" in text
-    assert "B is copied first into rows of 2052 floats" in text
+    assert "B is copied first into rows of 2,052 floats" in text
     assert dispatch.plan(4096, 4096, 4096).core is None and dispatch.plan(4096, 4096, 4096).stage_ldb == 0
 
 

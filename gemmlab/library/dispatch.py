@@ -148,19 +148,19 @@ class Plan:
         rows, cols = ch.spec.tile(ch.params)
         whole = split_time(ch.tiles, ch.k_steps, ch.slots, ch.pieces, 0)
         each = f", each split in {ch.k_split} along K, a block a piece" if ch.k_split > 1 else ""
-        waves = (f"waves: {ch.tiles:,} tiles of {rows} x {cols}{each} on {ch.slots} block slots ({ch.sm_count} SMs x "
+        waves = (f"waves: {ch.tiles:,} tiles of {rows} x {cols}{each} on {ch.slots:,} block slots ({ch.sm_count} SMs x "
                  f"{ch.blocks_per_sm}), {ch.tiles * ch.k_split / ch.slots:.2f} blocks per slot: {ch.slot_use:.0%} of "
                  f"the slots' time busy")
         if ch.split_tiles:
             waves += (f"; the last {ch.split_tiles:,} tiles are split in {ch.pieces} along K "
                       f"({ch.tiles / ch.slots / whole:.0%} busy without the split)")
         k_tile = ch.spec.k_tile(ch.params)
-        k_block = (f"K per block: {ch.k_steps} step{'s' if ch.k_steps != 1 else ''} of {k_tile}" +
-                   (f", about {-(-ch.k_steps // ch.pieces)} for each piece of a split tile" if ch.split_tiles else
-                    f", {ch.piece_steps} for each of a tile's {ch.k_split} pieces" if ch.k_split > 1 else ""))
+        k_block = (f"K per block: {ch.k_steps:,} step{'s' if ch.k_steps != 1 else ''} of {k_tile}" +
+                   (f", about {-(-ch.k_steps // ch.pieces):,} for each piece of a split tile" if ch.split_tiles else
+                    f", {ch.piece_steps:,} for each of a tile's {ch.k_split} pieces" if ch.k_split > 1 else ""))
         aligned = p.lda % 4 == 0 and p.ldb % 4 == 0 and p.ldc % 4 == 0
         alignment = ("alignment: every row starts 16-byte aligned" if aligned else
-                     f"alignment: rows of {p.lda}, {p.ldb} and {p.ldc} floats (A, B, C) are not all 16-byte multiples")
+                     f"alignment: rows of {p.lda:,}, {p.ldb:,} and {p.ldc:,} floats (A, B, C) are not all 16-byte multiples")
         if ch.fast_tiles is not None:
             alignment += f"; {ch.fast_tiles:,} of {ch.tiles:,} tiles take the 16-byte copy path"
         fits = "within" if ch.operand_bytes <= ch.l2_bytes else "over"
@@ -170,15 +170,15 @@ class Plan:
         if not math.isnan(self.choice.predicted_us):
             size += f" (memory floor {self.choice.memory_us:,.1f} us, compute {self.choice.compute_us:,.1f} us)"
         if self.pad_n:
-            alignment += (f"; C's {p.N} columns are run as {self.pad_n}: B is copied into rows of {self.pad_n} floats "
-                          f"and C computed in a buffer {self.pad_n} wide, its first "
-                          f"{p.N} columns copied back (predicted {self.stage_us:,.1f} us)")
+            alignment += (f"; C's {p.N:,} columns are run as {self.pad_n:,}: B is copied into rows of {self.pad_n:,} floats "
+                          f"and C computed in a buffer {self.pad_n:,} wide, its first "
+                          f"{p.N:,} columns copied back (predicted {self.stage_us:,.1f} us)")
         elif self.pad_m:
-            alignment += (f"; C's {p.M} rows are run as {self.pad_m}: A is copied into {self.pad_m} rows and C "
-                          f"computed in a buffer {self.pad_m} rows tall, its first {p.M} rows copied back "
+            alignment += (f"; C's {p.M:,} rows are run as {self.pad_m:,}: A is copied into {self.pad_m:,} rows and C "
+                          f"computed in a buffer {self.pad_m:,} rows tall, its first {p.M:,} rows copied back "
                           f"(predicted {self.stage_us:,.1f} us)")
         elif self.stage_ldb:
-            alignment += (f"; B is copied first into rows of {self.stage_ldb} floats, so that its 16-byte copies can "
+            alignment += (f"; B is copied first into rows of {self.stage_ldb:,} floats, so that its 16-byte copies can "
                           f"run (predicted {self.stage_us:,.1f} us)")
         out = [waves, k_block, alignment, size]
         if self.core:

@@ -30,12 +30,13 @@ def predicted_against_measured(rows: list[dict], label: str, worked: tuple[int, 
         mine = points[kernel]
         ax.scatter(pred[mine], took[mine], s=30, marker=marks[kernel], facecolors="none", edgecolors=colours[kernel],
                    linewidths=1.3, label=kernel, zorder=3 + z)
-    # every shape off the band by name (the prose names them): above the band to the left, one over another where
-    # several sit close, below it to the right; and the worked shape, below and to the right
+    # every shape off the band by name (the prose names them): above the band to the left, one over another in the
+    # order of their points' heights (so that no leader line crosses another label), below it to the right; and the
+    # worked shape, below and to the right
     ratio = took / pred
     off = np.abs(ratio - 1)                     # each prediction's error, for the names and the title
     off_band = [i for i in range(len(rows)) if off[i] > 0.1]
-    above = sorted((i for i in off_band if ratio[i] > 1), key=lambda i: -pred[i])
+    above = sorted((i for i in off_band if ratio[i] > 1), key=lambda i: (took[i], pred[i]))
     spots = {i: ((-10, 10 + 12 * above.index(i)), "right") if i in above else ((10, -3), "left") for i in off_band}
     spots.update({i: ((8, -14), "left") for i, r in enumerate(rows)
                   if worked is not None and (r["M"], r["N"], r["K"]) == tuple(worked)})
