@@ -5,8 +5,8 @@ holds `per_sm` blocks at a time, and the launch lasts as long as its busiest SM 
 fewer blocks than the SM holds is quicker, as they share the SM with fewer others, but not in
 proportion: one block alone takes `alone` of a full round (fitted per configuration: 64 threads
 alone leave most of an SM idle, 256 much less), and a last round of j blocks lies on the line
-between one block alone and a full round. As gemmlab ships it (gemmlab/library/round_time.py) this file
-holds the solution; a learner's copy holds the starter between the `# exercise:` lines. The checker compares
+between one block alone and a full round. gemmlab ships the solution in gemmlab/library/round_time.py; the
+copy in a learner's workspace has the starter between the `# exercise:` lines instead. The checker compares
 the function with the plan's own arithmetic (time_model.features and time_model.waves).
 """
 
