@@ -256,14 +256,10 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> t
         except (UnsupportedShape, IllegalConfig) as exc:
             refused.setdefault(spec.name, str(exc))
             continue
+        own_per_sm = blocks_per_sm(spec, cand.params, cand.registers, cand.static_smem, dev["arch"])
         # a tile's cost beyond its K steps, with what storing C 4 bytes at a time adds (the same for every split)
         store = m.store_by_kernel.get(spec.name, 0.0) if cand.store is None else cand.store
         per_tile = cand.per_tile_us * (1 + store * scalar_stores(spec, problem, aligned))
-        try:
-            own_per_sm = blocks_per_sm(spec, cand.params, cand.registers, cand.static_smem, dev["arch"])
-        except IllegalConfig as exc:
-            refused.setdefault(spec.name, str(exc))
-            continue
         for params in split_variants(spec, cand.params):
             try:
                 # each split's own build: its registers may differ from the unsplit one's, and with them the blocks
@@ -275,7 +271,7 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> t
                         and not spec.split_count(params, problem, dev["sm_count"] * per_sm):
                     continue
                 launch = launch_with(spec, params, problem, dev, per_sm, gpu)
-            except (UnsupportedShape, IllegalConfig) as exc:
+            except UnsupportedShape as exc:
                 refused.setdefault(spec.name, str(exc))
                 continue
             w, steps, lone, chained, checked, rest = features(spec, params, problem, dev["sm_count"], per_sm)

@@ -247,8 +247,9 @@ def fit(rec: records.Record, resources: dict[str, tuple[int, int]] | None = None
         rel = (fixed + w * (a * (1 + store_c * d.scalar) + b * d.k)) / d.us - 1
         errors += list(rel)
         regs, smem = resources[config_key(kernel, params)]
-        splits = [{"split": {n: v[n] for n in split_tunables(spec)}, "registers": resources[config_key(kernel, v)][0],
-                   "static_smem": resources[config_key(kernel, v)][1]} for v in split_variants(spec, params) if v != params]
+        splits = [{"split": {n: v[n] for n in split_tunables(spec)},
+                   **dict(zip(("registers", "static_smem"), resources[config_key(kernel, v)]))}
+                  for v in split_variants(spec, params) if v != params]
         candidates.append({"kernel": kernel, "params": params, "registers": regs, "static_smem": smem,
                            "per_tile_us": a, "per_step_us": b, "alone": own, "chain_us": own_chain, "store": own_store,
                            "best_tflops": round(best_tflops, 3), "rows": len(d.us),
