@@ -204,6 +204,9 @@ class KernelSpec:
     # Pieces along K that every tile of a problem is cut into, each a block of its own (gridDim.z):
     # chapter 13's SPLIT, whose pieces are added up in a workspace; 1: one block per tile.
     k_split: Callable[[Params, "Problem"], int] = field(default=lambda p, pr: 1)
+    # Why a problem's tiles run in fewer pieces than the configuration's most (a sentence for the plan's
+    # reader, who sees SPLIT in the configuration), or '' where they run in all of them.
+    k_split_why: Callable[[Params, "Problem"], str] = field(default=lambda p, pr: "")
     # The chapter's exercise, or None.
     exercise: Exercise | None = None
     # What the kernel needs of the architecture beyond the shared memory every kernel's tiles need

@@ -47,8 +47,11 @@ def explorer(name: str, arch: str | None = None):
     arch = arch or src.device()["arch"]
     # one label width for every slider, room for the longest name (the default cut 'EVICT_FIRST' to 'EVICT_FIR...')
     style = {"description_width": _label_width(*(p.name for p in spec.params), "M=N=K")}
+    # a tunable the explorer offers one value of is shown greyed out, not as a slider that seems to move
     sliders = {p.name: w.SelectionSlider(options=list(p.offered), value=p.default, description=p.name,
-                                         continuous_update=False, style=style, **{_TOOLTIP: p.doc})
+                                         continuous_update=False, style=style, disabled=len(p.offered) == 1,
+                                         **{_TOOLTIP: p.doc + (f" (the explorer offers {p.default} only)"
+                                                               if len(p.offered) == 1 else "")})
                for p in spec.params}
     size = w.SelectionSlider(options=list(course.EXPLORER_SIZES), value=course.EXPLORER_SIZES[-1],
                              description="M=N=K", continuous_update=False, style=style)

@@ -184,6 +184,28 @@ def test_the_plan_says_why_feature_by_feature():
     assert tall.launches == 4 and tall.reasons()[-1].startswith("launches:") and "each of 4 launches" in str(tall)
 
 
+@pytest.mark.parametrize("shape", [(46, 24, 1000000), (3000, 3000, 3000), (64, 65536, 64), (4096, 8, 4096)])
+def test_the_plan_names_which_of_its_two_times_it_predicts(shape):
+    """The roofline's side is the shape's; the prediction is the larger of the launch's compute and memory times,
+    which can lie on the other side (46 x 24 x 1,000,000 keeps 9% of the slots busy): the reasons name which."""
+    p = dispatch.plan_for(Problem(*shape), H100, "H100")
+    size = p.reasons()[3]
+    larger = "compute" if p.choice.compute_us >= p.choice.memory_us else "memory floor"
+    assert size.endswith(f"the prediction is this launch's {larger})"), size
+    assert ("memory-bound" in size) == (p.problem.intensity < p.choice.launch.ridge)
+
+
+def test_a_split_configuration_that_runs_fewer_pieces_says_why():
+    """SPLIT=12 in a plan's configuration is the most pieces: where the launch cuts fewer, its reasons say why."""
+    p = dispatch.plan_for(Problem(3000, 3000, 3000), H100, "H100")
+    launch = p.choice.launch
+    why = launch.spec.k_split_why(launch.params, launch.problem)
+    k_block = p.reasons()[1]
+    assert (why in k_block) if why else ("most pieces" not in k_block)
+    if launch.params.get("SPLIT", 1) > launch.k_split and launch.spec.name == "13_split_k":
+        assert why and f"here {launch.k_split}" in why
+
+
 def test_a_grid_that_cannot_fill_the_gpu_is_split_or_made_of_smaller_tiles():
     """Where the course's last kernel at its defaults leaves most SMs idle (512^3: 8 tiles for 132
     SMs), the plan gives at least half of the SMs a block, and predicts it faster."""

@@ -97,6 +97,22 @@ def test_the_workspace_bounds_the_split():
     SPEC.check_shape(p, Problem(4096, 4096, 4096))
 
 
+def test_a_launch_in_fewer_pieces_than_split_says_which_bound_cut_it():
+    """The plan shows SPLIT as the configuration has it; where the launch cuts fewer pieces, the reason names the
+    bound that cut them: the workspace (with what the pieces would need), or K's tiles."""
+    p = SPEC.resolve({"SPLIT": 8})                      # 64 x 64 tiles
+    assert SPEC.k_split_why(p, Problem(640, 640, 640)) == ""
+    roomy = SPEC.k_split_why(p, Problem(2048, 2048, 2048))      # 1,024 tiles x 8 pieces x 16 KiB = 128 MiB
+    assert "here 2" in roomy and "128 MiB" in roomy and "32 MiB" in roomy
+    assert "here 3" in SPEC.k_split_why(p, Problem(640, 640, 48)) and "3 tiles of 16" in SPEC.k_split_why(p, Problem(640, 640, 48))
+    assert "first padded" in SPEC.k_split_why(p, Problem(640, 640, 72))
+    assert "first padded" not in SPEC.k_split_why(SPEC.resolve({"SPLIT": 8, "SPREAD": 0}), Problem(640, 640, 72))
+    for k in (16, 48, 72, 640, 4096):
+        for size in (640, 2048, 4096):
+            pr = Problem(size, size, k)
+            assert (SPEC.k_split_why(p, pr) == "") == (SPEC.k_split(p, pr) == 8)
+
+
 @pytest.mark.parametrize("spread", [0, 2, 4])
 def test_no_block_ends_on_the_padded_first_k_tile(spread):
     """The copies past a block's last K tile repeat it unpadded (SPREAD > 0), which would read before A

@@ -66,3 +66,28 @@ def test_an_explorer_reads_as_a_sentence_in_plain_text():
     for name in registry.KERNELS:
         text = repr(widgets.explorer(name, arch="sm_90"))
         assert text == widgets.explorer_summary(name) and len(text) <= 110, "ipywidgets cuts plain text at 110"
+
+
+def test_the_plan_explorer_plans_the_size_typed_or_names_why_not(capsys):
+    """Chapter 14's plan explorer: a size past the kernels' 32-bit sizes is refused by the plan with its reason, not
+    clamped by the box into another shape; a size it can plan is planned as typed."""
+    from gemmlab.library import lessons
+    panel = lessons.show_plan_explorer(64, 64, 64)
+    boxes = {b.description: b for b in panel.children[0].children}
+    capsys.readouterr()
+    boxes["K"].value = 3_000_000_000
+    said = capsys.readouterr().out
+    assert boxes["K"].value == 3_000_000_000
+    assert "no plan" in said and "K=3000000000 is past" in said
+    boxes["K"].value = 1000
+    assert "64 x 64 x 1000" in capsys.readouterr().out
+
+
+def test_a_tunable_offered_at_one_value_is_greyed_out_and_the_others_move():
+    spec = registry.get("13")
+    sliders = _controls(widgets.explorer("13", arch="sm_90"))
+    single = [p.name for p in spec.params if len(p.offered) == 1]
+    assert single, "chapter 13 offers some tunables at one value"
+    for p in spec.params:
+        assert sliders[p.name].disabled == (len(p.offered) == 1), p.name
+    assert not sliders["M=N=K"].disabled

@@ -158,6 +158,9 @@ class Plan:
         k_block = (f"K per block: {ch.k_steps:,} step{'s' if ch.k_steps != 1 else ''} of {k_tile}" +
                    (f", about {-(-ch.k_steps // ch.pieces):,} for each piece of a split tile" if ch.split_tiles else
                     f", {ch.piece_steps:,} for each of a tile's {ch.k_split} pieces" if ch.k_split > 1 else ""))
+        fewer = ch.spec.k_split_why(ch.params, ch.problem)
+        if fewer:
+            k_block += f" ({fewer})"
         aligned = p.lda % 4 == 0 and p.ldb % 4 == 0 and p.ldc % 4 == 0
         alignment = ("alignment: every row starts 16-byte aligned" if aligned else
                      f"alignment: rows of {p.lda:,}, {p.ldb:,} and {p.ldc:,} floats (A, B, C) are not all 16-byte multiples")
@@ -166,9 +169,13 @@ class Plan:
         fits = "within" if ch.operand_bytes <= ch.l2_bytes else "over"
         side = "memory-bound" if ch.intensity < ch.ridge else "compute-bound"
         size = (f"bytes: operands {ch.operand_bytes / 1e6:,.1f} MB, {fits} the {ch.l2_bytes / 2**20:.0f} MiB L2; "
-                f"{ch.intensity:.3g} FLOPs per byte against a ridge of {ch.ridge:.0f}: {side}")
+                f"{ch.intensity:.3g} FLOPs per byte against a ridge of {ch.ridge:.0f}: {side} by the roofline")
         if not math.isnan(self.choice.predicted_us):
-            size += f" (memory floor {self.choice.memory_us:,.1f} us, compute {self.choice.compute_us:,.1f} us)"
+            # the roofline's side and the launch's larger time can disagree (a launch that keeps few SMs busy
+            # computes for longer than its bytes take): say which of the two the prediction is
+            mem, comp = self.choice.memory_us, self.choice.compute_us
+            size += (f" (memory floor {mem:,.1f} us, compute {comp:,.1f} us: the prediction is this launch's "
+                     f"{'compute' if comp >= mem else 'memory floor'})")
         if self.pad_n:
             alignment += (f"; C's {p.N:,} columns are run as {self.pad_n:,}: B is copied into rows of {self.pad_n:,} floats "
                           f"and C computed in a buffer {self.pad_n:,} wide, its first "

@@ -30,17 +30,22 @@ def show_plans(shapes: list[tuple[int, int, int]]) -> None:
     kernel, configuration and split, how many SMs get a block, and what the model predicts. No timing."""
     plans = [dispatch.plan(*shape) for shape in shapes]
     m = time_model.model(dispatch.device_facts()[0]["name"])     # the model the plans came from
-    rows = []
+    rows, capped = [], []
     for p in plans:
         launch = p.choice.launch
         split = (f"{launch.split_tiles:,} of {launch.tiles:,} tiles in {launch.pieces}" if launch.split_tiles else
                  f"all {launch.tiles:,} in {launch.k_split}" if launch.k_split > 1 else "none")
+        why = launch.spec.k_split_why(launch.params, launch.problem)
+        if why:                        # the configuration says SPLIT=n, the launch cuts fewer: say why
+            capped.append(f"{len(capped) + 1}. {p.problem.M} x {p.problem.N} x {p.problem.K}: {why}.")
+            split += f" ({len(capped)})"
         rows.append([f"{p.problem.M} x {p.problem.N} x {p.problem.K}", launch.spec.name,
                      launch.spec.changes_label(launch.params) or "defaults", split,
                      f"{min(launch.blocks, launch.sm_count)} of {launch.sm_count}", p.reshaping or "no",
                      f"{p.predicted_us:,.1f}", f"{p.problem.flops / p.predicted_us / 1e6:.1f}"])
     markdown(table(["M x N x K", "kernel", "configuration (against its defaults)", "tiles split along K",
                     "SMs with a block", "reshaped", "predicted us", "predicted TFLOP/s"], rows)
+             + "".join(f"\n\n{line}" for line in capped)
              + f"\n\nPredicted by the {plans[0].basis}: a model, not a measurement. Its fitted constants: a launch "
                f"{m.launch_us:.1f} us; a split tile's chain, per piece: "
                + ", ".join(f"{name}'s {c:.1f} us" for name, c in sorted(m.chain_by_kernel.items()))
@@ -158,7 +163,9 @@ def _plan_markdown(text: str) -> str:
 
 def show_plan_explorer(M: int = 3000, N: int = 3000, K: int = 3000):
     """Three boxes for M, N and K, and gemmlab.matmul's plan for that shape, with its reasons."""
-    boxes = {name: w.BoundedIntText(value=value, min=1, max=2**31 - 1, description=name, layout=w.Layout(width="14em"))
+    # unbounded boxes: a size past what the kernels take is refused by the plan with its rule, where a bounded box
+    # would quietly clamp it and plan another shape than the one typed
+    boxes = {name: w.IntText(value=value, description=name, layout=w.Layout(width="14em"))
              for name, value in (("M", M), ("N", N), ("K", K))}
     out = w.Output()
 

@@ -127,6 +127,27 @@ def _plan(args: list[str]):
     return fields[args[1]]
 
 
+def _option(args: list[str]):
+    """One configuration's price at a shape as the plan weighs it (dispatch.options, the record's model), for a
+    comparison with the plan's choice: option 640 predicted_us 13 BM=32 SPLIT=3 STAGE_C=1"""
+    from ..library import dispatch, time_model
+    from ..spec import Problem
+    if len(args) < 3:
+        raise ClaimError("'option' takes SHAPE FIELD KERNEL [NAME=VALUE...]")
+    spec = registry.get(args[2])
+    full = spec.resolve(figures.overrides(args[3:]))
+    dev, gpu = dispatch.device_facts()
+    found, _ = dispatch.options(time_model.model(dev["name"]), Problem(*figures.shape_of(args[0])), dev, gpu, True)
+    match = [o for o in found if o.launch.spec.name == spec.name and dict(o.launch.params) == full]
+    if not match:
+        raise ClaimError(f"the model prices no option {spec.name} {spec.changes_label(full) or 'defaults'} at {args[0]}")
+    fields = {"predicted_us": match[0].predicted_us, "compute_us": match[0].compute_us,
+              "memory_us": match[0].memory_us}
+    if args[1] not in fields:
+        raise ClaimError(f"an option has no field '{args[1]}'; it has {', '.join(fields)}")
+    return fields[args[1]]
+
+
 def _fitted(args: list[str]):
     from ..library import time_model
     if len(args) != 1:
@@ -262,7 +283,8 @@ def _conflicts(args: list[str]) -> float:
 
 # Each verb's function takes the query's words after the verb and the record.
 VERBS = {"record": _record, "setting": _setting, "rows": _rows, "sass": lambda args, rec: _sass(args), "intensity": lambda args, rec: _intensity(args),
-         "plan": lambda args, rec: _plan(args), "fitted": lambda args, rec: _fitted(args),
+         "plan": lambda args, rec: _plan(args), "option": lambda args, rec: _option(args),
+         "fitted": lambda args, rec: _fitted(args),
          "launch": _launch, "loop": lambda args, rec: _loop(args),
          "conflicts": lambda args, rec: _conflicts(args)}
 

@@ -34,6 +34,25 @@ def _pieces(p, pr) -> int:
     return max(1, min(p["SPLIT"], room, most))
 
 
+def _fewer_pieces(p, pr) -> str:
+    """Why a problem's tiles run in fewer pieces than SPLIT ('' where they run in SPLIT): what _pieces caps them by."""
+    pieces = _pieces(p, pr)
+    if pieces >= p["SPLIT"]:
+        return ""
+    tiles, tiles_k = _tiles(p, pr), -(-pr.K // p["BK"])
+    head = f"SPLIT={p['SPLIT']} is the most pieces; here {pieces}: "
+    if tiles > ARRIVALS:
+        return head + f"{tiles:,} tiles, more than the {ARRIVALS:,} the kernel counts arrivals for"
+    room = PARTIAL_FLOATS // (tiles * p["BM"] * p["BN"])
+    if room < p["SPLIT"] and room <= pieces:
+        need = p["SPLIT"] * tiles * p["BM"] * p["BN"] * 4 / 2**20
+        return head + (f"{p['SPLIT']} partial tiles of each of the {tiles:,} tiles of {p['BM']} x {p['BN']} need "
+                       f"{need:,.0f} MiB, and the workspace holds {PARTIAL_FLOATS * 4 // 2**20} MiB")
+    if pr.K % p["BK"] and _repeats_copies(p):
+        return head + f"K has {tiles_k} tiles of {p['BK']}, the first padded, and the first piece keeps two of them"
+    return head + f"K has {tiles_k} tile{'s' if tiles_k != 1 else ''} of {p['BK']}"
+
+
 def _fast_tiles(p, pr) -> int:
     """Tiles whose block copies B 16 bytes at a time: B's rows must start 16-byte aligned (ldb a multiple
     of 4 floats), and so must the tile's columns, which a last column of tiles moved back to N - BN
@@ -107,6 +126,7 @@ SPEC = KernelSpec(
     shape_rules=SHAPE_RULES,
     **{**kernel_fields(), "dynamic_smem": _dynamic_smem},
     k_split=_pieces,
+    k_split_why=_fewer_pieces,
     # steps, at the chapter's step size (4096^3, where no split fits the workspace, nor pays): 11's tiles
     # with their edges moved inside, then smaller ones down to the defaults
     steps=(("11's 128 x 256 tiles of 8 warps, one block an SM, edges moved inside C",
