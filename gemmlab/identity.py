@@ -8,6 +8,7 @@ records of every kernel that includes it stale.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from pathlib import Path
@@ -57,7 +58,13 @@ def code_hash(path: Path) -> str:
     """16 hex digits of SHA-256 over the code's tokens, then those of each header it includes from
     its own folder."""
     text = path.read_text()
-    tokens = code_tokens(text)
+    tokens = list(_tokens_of(text))
     for header in headers(text, path.parent).values():
-        tokens += code_tokens(header.read_text())
+        tokens += _tokens_of(header.read_text())
     return hashlib.sha256("\x1f".join(tokens).encode()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=64)
+def _tokens_of(text: str) -> tuple[str, ...]:
+    """code_tokens, once per text in a process: the kernels that share a header (ptx.cuh) tokenize it once."""
+    return tuple(code_tokens(text))

@@ -12,8 +12,6 @@ import datetime as _dt
 import functools
 from typing import Callable
 
-from tqdm.auto import tqdm
-
 from . import bench, device, records, registry, tune
 from .records import Record
 from .spec import KernelSpec, Params
@@ -174,6 +172,7 @@ class Live:
         return self._measured.setdefault(key, row)
 
     def sweep(self, spec: KernelSpec, size) -> list[dict]:
+        from tqdm.auto import tqdm
         return [self.result(spec, cfg, size)
                 for cfg in tqdm(spec.explorer_configs(), desc=f"{spec.name} at {shape(size)[0]}")]
 

@@ -234,18 +234,38 @@ class KernelSpec:
 
     def resolve(self, overrides: Params | None = None) -> dict[str, int]:
         """Defaults merged with overrides, every value checked against its legal list and
-        every rule checked. Raises IllegalConfig naming the rule."""
+        every rule checked. Raises IllegalConfig naming the rule. Each answer is kept (a spec and its rules
+        never change): loading the fitted model checks some 500 configurations, in every new process."""
+        try:      # the values' types count: True is not the 1 it hashes like
+            key = (id(self), tuple((k, type(v), v) for k, v in (overrides or {}).items()))
+            known = _RESOLVED.get(key)
+        except TypeError:                      # an unhashable value: checked below, and refused
+            key, known = None, None
+        if known is None or known[0] is not self:
+            known = (self, *self._resolve(overrides))
+            if key is not None:
+                _RESOLVED[key] = known
+        if known[2] is not None:
+            raise IllegalConfig(self.name, *known[2])
+        return dict(known[1])
+
+    def _resolve(self, overrides: Params | None) -> tuple[dict | None, tuple[str, str] | None]:
+        """resolve's work: (the configuration, None), or (None, (rule, message)) for the first rule it breaks."""
         params = self.defaults
+        by_name = {p.name: p for p in self.params}
         for key, value in (overrides or {}).items():
-            param = self.tunable(key)
+            param = by_name.get(key)
+            if param is None:
+                return None, ("known-parameter", f"{key} is not a tunable of this kernel; it has "
+                                                 f"{', '.join(self.defaults) or 'none'}")
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value not in param.values:
-                raise IllegalConfig(self.name, f"{key}-legal-values",
-                                    f"{key}={value!r} is not offered; legal values are {list(param.values)}")
+                return None, (f"{key}-legal-values", f"{key}={value!r} is not offered; legal values are "
+                                                     f"{list(param.values)}")
             params[key] = int(value)
         for rule in self._all_rules():
             if not rule.holds(params):
-                raise IllegalConfig(self.name, rule.name, rule.message(params))
-        return params
+                return None, (rule.name, rule.message(params))
+        return params, None
 
     def is_legal(self, overrides: Params) -> bool:
         try:
@@ -343,7 +363,12 @@ class KernelSpec:
 
     def changes_label(self, params: Params) -> str:
         """The tunables that differ from the defaults ('' for the defaults themselves)."""
-        return " ".join(f"{k}={v}" for k, v in params.items() if v != self.defaults[k])
+        defaults = self.defaults
+        return " ".join(f"{k}={v}" for k, v in params.items() if v != defaults[k])
+
+
+# resolve's answers: (id(spec), the overrides with their types) -> (spec, configuration or None, broken rule or None)
+_RESOLVED: dict[tuple, tuple] = {}
 
 
 def _static_smem_rule(bytes_: Callable[[Params], int], limit: int = 48 * 1024) -> Rule:

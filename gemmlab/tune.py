@@ -14,7 +14,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tqdm.auto import tqdm
 
 from . import bench, device, files, identity, registry
 from . import compile as compiler
@@ -101,6 +100,7 @@ def tune(kernel: str, size: tuple[int, int, int] = (4096, 4096, 4096), progress:
     facts = device.facts()
     if facts is None:
         raise RuntimeError(device.why_unavailable())
+    from tqdm.auto import tqdm
     spec = registry.get(kernel)
     rows, refused = [], []
     for cfg in tqdm(candidates(kernel, only), desc=f"tune {spec.name} at {'x'.join(map(str, size))}",
