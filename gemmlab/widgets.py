@@ -31,7 +31,7 @@ def explorer_summary(name: str) -> str:
 
 
 # ipywidgets 8 calls a control's hover text `tooltip`; 7 (Colab's) calls it `description_tooltip`.
-_TOOLTIP = "tooltip" if int(w.__version__.split(".")[0]) >= 8 else "description_tooltip"
+TOOLTIP = "tooltip" if int(w.__version__.split(".")[0]) >= 8 else "description_tooltip"
 
 
 def _label_width(*names: str) -> str:
@@ -50,11 +50,12 @@ def explorer(name: str, arch: str | None = None):
     # a tunable the explorer offers one value of is shown greyed out, not as a slider that seems to move
     sliders = {p.name: w.SelectionSlider(options=list(p.offered), value=p.default, description=p.name,
                                          continuous_update=False, style=style, disabled=len(p.offered) == 1,
-                                         **{_TOOLTIP: p.doc + (f" (the explorer offers {p.default} only)"
+                                         **{TOOLTIP: p.doc + (f" (the explorer offers {p.default} only)"
                                                                if len(p.offered) == 1 else "")})
                for p in spec.params}
     size = w.SelectionSlider(options=list(course.EXPLORER_SIZES), value=course.EXPLORER_SIZES[-1],
-                             description="M=N=K", continuous_update=False, style=style)
+                             description="M=N=K", continuous_update=False, style=style,
+                             **{TOOLTIP: "the square product the result is shown at: M = N = K"})
     report, result = w.Output(), w.Output()
     chart = w.Image(format="png", layout=w.Layout(display="none", height="auto", max_width="100%"))
     busy = threading.Lock()     # one redraw at a time, whichever thread the kernel runs callbacks on
@@ -99,6 +100,9 @@ def explorer(name: str, arch: str | None = None):
                 print(f"{row['gflops'] / 1e3:.2f} TFLOP/s = {row['ratio']:.1%} of cuBLAS "
                       f"({row['cublas_gflops'] / 1e3:.2f} TFLOP/s, same run); "
                       f"validated: relative error {row['rel_err']:.1e}")
+                fewer = spec.k_split_why(build.params, Problem(size.value, size.value, size.value))
+                if fewer:        # two SPLIT values can run the same launch: say so beside their equal figures
+                    print(f"at {size.value}³ {fewer}")
                 ref = src.beside(spec, build.params, size.value)
                 if ref is not None:
                     print(f"{src.reference.label}: {ref['gflops'] / 1e3:.2f} TFLOP/s = {ref['ratio']:.1%} of cuBLAS")

@@ -398,6 +398,9 @@ def test_every_kernels_points_stay_in_sight_and_the_shapes_off_the_band_are_name
     shown = [t.get_text() for t in ax.get_legend().get_texts()]
     assert shown[-2:] == ["10_issue_rate", "11_last_wave"]
     assert [t.get_text() for t in ax.texts] == ["7 x 8 x 9"], "the one shape off the band (25% over), by name"
+    label = ax.texts[0]
+    assert label.arrowprops["relpos"] == ((1, 0.5) if label.get_horizontalalignment() == "right" else (0, 0.5)), \
+        "the leader leaves the label at the edge nearest its point, not through the label's middle"
     edges = sorted(round(float(l.get_ydata()[0] / l.get_xdata()[0]), 3) for l in ax.lines if l.get_linestyle() == "--")
     assert edges == [round(1 / 1.1, 3), 1.1], "the band's edges are drawn, 10% either side of the diagonal"
     plt.close(plt.gcf())

@@ -6,6 +6,7 @@ import os
 import ipywidgets
 
 from gemmlab import config_plots, registry, results, widgets
+from gemmlab.spec import Problem
 
 
 def _controls(box):
@@ -70,17 +71,37 @@ def test_an_explorer_reads_as_a_sentence_in_plain_text():
 
 def test_the_plan_explorer_plans_the_size_typed_or_names_why_not(capsys):
     """Chapter 14's plan explorer: a size past the kernels' 32-bit sizes is refused by the plan with its reason, not
-    clamped by the box into another shape; a size it can plan is planned as typed."""
+    clamped into another shape; 3e9 is read as 3,000,000,000, not 39; a size that is no whole number is refused by
+    name; a size it can plan is planned as typed."""
     from gemmlab.library import lessons
     panel = lessons.show_plan_explorer(64, 64, 64)
     boxes = {b.description: b for b in panel.children[0].children}
     capsys.readouterr()
-    boxes["K"].value = 3_000_000_000
-    said = capsys.readouterr().out
-    assert boxes["K"].value == 3_000_000_000
-    assert "no plan" in said and "K=3000000000 is past" in said
-    boxes["K"].value = 1000
+    for typed in ("3000000000", "3e9", "3,000,000,000"):
+        boxes["K"].value = typed
+        said = capsys.readouterr().out
+        assert "no plan" in said and "K=3000000000 is past" in said, typed
+    boxes["K"].value = "2.5"
+    assert "no plan: K must be a whole number" in capsys.readouterr().out
+    boxes["K"].value = "1e3"
     assert "64 x 64 x 1000" in capsys.readouterr().out
+    boxes["M"].value = " 4,096 "
+    assert "4096 x 64 x 1000" in capsys.readouterr().out
+
+
+def test_a_split_explorer_says_where_the_launch_cuts_fewer_pieces_than_split(capsys):
+    """Chapter 13's explorer at 2048³: SPLIT=2, 4 and 8 all run 2 pieces there (the workspace), so their figures
+    are alike; the result says why beside them."""
+    spec = registry.get("13")
+    sliders = _controls(widgets.explorer("13", arch="sm_90"))
+    sliders["M=N=K"].value = 2048
+    capsys.readouterr()
+    sliders["SPLIT"].value = 8
+    said = capsys.readouterr().out
+    why = spec.k_split_why(spec.resolve({"SPLIT": 8}), Problem(2048, 2048, 2048))
+    assert why and f"at 2048³ {why}" in said
+    sliders["SPLIT"].value = 1
+    assert "most pieces" not in capsys.readouterr().out
 
 
 def test_a_tunable_offered_at_one_value_is_greyed_out_and_the_others_move():

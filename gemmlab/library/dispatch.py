@@ -165,7 +165,7 @@ class Plan:
         alignment = ("alignment: every row starts 16-byte aligned" if aligned else
                      f"alignment: rows of {p.lda:,}, {p.ldb:,} and {p.ldc:,} floats (A, B, C) are not all 16-byte multiples")
         if ch.fast_tiles is not None:
-            alignment += f"; {ch.fast_tiles:,} of {ch.tiles:,} tiles take the 16-byte copy path"
+            alignment += f"; {ch.fast_tiles:,} of {ch.tiles:,} tiles copy B 16 bytes at a time"
         fits = "within" if ch.operand_bytes <= ch.l2_bytes else "over"
         side = "memory-bound" if ch.intensity < ch.ridge else "compute-bound"
         size = (f"bytes: operands {ch.operand_bytes / 1e6:,.1f} MB, {fits} the {ch.l2_bytes / 2**20:.0f} MiB L2; "

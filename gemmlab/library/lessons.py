@@ -4,13 +4,15 @@ chapter's exercise (`import gemmlab.library.lessons as gl` in notebooks/14_dispa
 teaches itself, so the course never imports it)."""
 from __future__ import annotations
 
+import math
+
 import ipywidgets as w
 
 from .. import library, records, registry
 from ..lessons.display import friendly, markdown, table
 from ..lessons import your_turn
 from ..spec import BadProblem
-from ..widgets import Panel
+from ..widgets import TOOLTIP, Panel
 from . import dispatch, time_model
 from . import exercise as round_time_exercise
 from . import plots
@@ -37,8 +39,8 @@ def show_plans(shapes: list[tuple[int, int, int]]) -> None:
                  f"all {launch.tiles:,} in {launch.k_split}" if launch.k_split > 1 else "none")
         why = launch.spec.k_split_why(launch.params, launch.problem)
         if why:                        # the configuration says SPLIT=n, the launch cuts fewer: say why
-            capped.append(f"{len(capped) + 1}. {p.problem.M} x {p.problem.N} x {p.problem.K}: {why}.")
-            split += f" ({len(capped)})"
+            capped.append(f"Note {len(capped) + 1}, {p.problem.M} x {p.problem.N} x {p.problem.K}: {why}.")
+            split += f", note {len(capped)}"
         rows.append([f"{p.problem.M} x {p.problem.N} x {p.problem.K}", launch.spec.name,
                      launch.spec.changes_label(launch.params) or "defaults", split,
                      f"{min(launch.blocks, launch.sm_count)} of {launch.sm_count}", p.reshaping or "no",
@@ -161,11 +163,30 @@ def _plan_markdown(text: str) -> str:
     return "\n".join(out)
 
 
+def typed_size(name: str, text: str) -> int:
+    """A size as typed in a box: a whole number, written 3000, 3,000, 3_000 or 3e9. BadProblem naming the box
+    otherwise; Problem says which sizes no SGEMM can have."""
+    plain = text.strip().replace(",", "").replace("_", "")
+    try:
+        return int(plain)
+    except ValueError:
+        pass
+    try:
+        value = float(plain)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value != int(value):
+        raise BadProblem(f"{name} must be a whole number (such as 4096, 4,096 or 4e3), got {text.strip()!r}")
+    return int(value)
+
+
 def show_plan_explorer(M: int = 3000, N: int = 3000, K: int = 3000):
     """Three boxes for M, N and K, and gemmlab.matmul's plan for that shape, with its reasons."""
-    # unbounded boxes: a size past what the kernels take is refused by the plan with its rule, where a bounded box
-    # would quietly clamp it and plan another shape than the one typed
-    boxes = {name: w.IntText(value=value, description=name, layout=w.Layout(width="14em"))
+    # text boxes read by typed_size: a number box would take 3e9 as 39, or clamp a size past what the kernels take
+    # into another shape than the one typed, where the plan refuses it with its reason
+    what = {"M": "rows of A and C", "N": "columns of B and C", "K": "columns of A, rows of B"}
+    boxes = {name: w.Text(value=str(value), description=name, continuous_update=False,
+                          layout=w.Layout(width="18em"), **{TOOLTIP: f"{name}: {what[name]}; Enter plans it"})
              for name, value in (("M", M), ("N", N), ("K", K))}
     out = w.Output()
 
@@ -173,7 +194,8 @@ def show_plan_explorer(M: int = 3000, N: int = 3000, K: int = 3000):
         out.clear_output(wait=True)
         with out:
             try:
-                markdown(_plan_markdown(str(dispatch.plan(*(b.value for b in boxes.values())))))
+                shape = [typed_size(name, box.value) for name, box in boxes.items()]
+                markdown(_plan_markdown(str(dispatch.plan(*shape))))
             except (BadProblem, time_model.NotFitted) as exc:
                 print(f"no plan: {exc}")
 

@@ -45,8 +45,10 @@ def predicted_against_measured(rows: list[dict], label: str, worked: tuple[int, 
                   if worked is not None and (r["M"], r["N"], r["K"]) == tuple(worked)})
     for i, (offset, align) in spots.items():
         r = rows[i]
+        # the leader leaves the label at its edge nearest the point, not its middle, so that it crosses no other label
         ax.annotate(f"{r['M']} x {r['N']} x {r['K']}", (pred[i], took[i]), xytext=offset, textcoords="offset points",
-                    ha=align, va="center", fontsize=8, arrowprops={"arrowstyle": "-", "color": "0.4"})
+                    ha=align, va="center", fontsize=8,
+                    arrowprops={"arrowstyle": "-", "color": "0.4", "relpos": (1, 0.5) if align == "right" else (0, 0.5)})
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)

@@ -60,7 +60,21 @@ def _rows(args: list[str], rec: records.Record) -> float:
     if not isinstance(rows, list):
         sections = sorted(k for k, v in rec.data.items() if isinstance(v, list))
         raise ClaimError(f"the record has no section '{section}'; it has {', '.join(sections)}")
-    for key, op, want in _filters(args[3:]):
+    return _aggregate(rows, section, field, agg, args[3:])
+
+
+def _candidates(args: list[str]) -> float:
+    """An aggregate over the fitted model's configurations, as `rows` over a section of the record: candidates
+    alone count alone<1"""
+    from ..library import time_model
+    if len(args) < 2:
+        raise ClaimError("'candidates' takes FIELD AGG [FILTER...]")
+    data = json.loads(time_model.fitted_path(records.latest().device["name"]).read_text())
+    return _aggregate(data["candidates"], "the fitted model's candidates", args[0], args[1], args[2:])
+
+
+def _aggregate(rows: list[dict], section: str, field: str, agg: str, filters: list[str]) -> float:
+    for key, op, want in _filters(filters):
         rows = [r for r in rows if _passes(r, key, op, want)]
     if agg == "count":
         return float(len(rows))
@@ -71,7 +85,7 @@ def _rows(args: list[str], rec: records.Record) -> float:
     else:
         values = [figures.field_of(r, field, f"a row of {section}") for r in rows]
     if not values:
-        raise ClaimError(f"no row of {section} matches {' '.join(args[3:])}")
+        raise ClaimError(f"no row of {section} matches {' '.join(filters)}")
     aggs = {"min": min, "max": max, "mean": statistics.fmean, "median": statistics.median,
             "geomean": statistics.geometric_mean}
     if agg not in aggs:
@@ -284,6 +298,7 @@ def _conflicts(args: list[str]) -> float:
 # Each verb's function takes the query's words after the verb and the record.
 VERBS = {"record": _record, "setting": _setting, "rows": _rows, "sass": lambda args, rec: _sass(args), "intensity": lambda args, rec: _intensity(args),
          "plan": lambda args, rec: _plan(args), "option": lambda args, rec: _option(args),
+         "candidates": lambda args, rec: _candidates(args),
          "fitted": lambda args, rec: _fitted(args),
          "launch": _launch, "loop": lambda args, rec: _loop(args),
          "conflicts": lambda args, rec: _conflicts(args)}

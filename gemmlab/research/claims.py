@@ -29,6 +29,8 @@ gemmlab.research.figures) or one of (gemmlab.research.claim_queries):
                                             peeled, parts, streams (1 or 0), others_slower
     option SHAPE FIELD KERNEL [NAME=VALUE...]  one configuration's price at the shape as the plan weighs it:
                                             predicted_us, compute_us, memory_us
+    candidates FIELD AGG [FILTER...]        an aggregate over the fitted model's configurations, as `rows`
+                                            over a section: candidates alone count alone<1
     setting MODULE.NAME                     a constant of gemmlab's code: setting dispatch.PEEL_MAX
     fitted FIELD                            the fitted model's number (launch_us, candidates (how many),
                                             fit.median_error, chain_by_kernel.KERNEL, ...)
