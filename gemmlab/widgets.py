@@ -3,6 +3,7 @@ one for the matrix size. Every change recompiles and shows the resource report, 
 speed against cuBLAS from results.here(): validated and measured now on a GPU, else the record's."""
 from __future__ import annotations
 
+import textwrap
 import threading
 
 import ipywidgets as w
@@ -102,7 +103,7 @@ def explorer(name: str, arch: str | None = None):
                       f"validated: relative error {row['rel_err']:.1e}")
                 fewer = spec.k_split_why(build.params, Problem(size.value, size.value, size.value))
                 if fewer:        # two SPLIT values can run the same launch: say so beside their equal figures
-                    print(f"at {size.value}³ {fewer}")
+                    print(textwrap.fill(f"at {size.value}³ {fewer}", 100))
                 ref = src.beside(spec, build.params, size.value)
                 if ref is not None:
                     print(f"{src.reference.label}: {ref['gflops'] / 1e3:.2f} TFLOP/s = {ref['ratio']:.1%} of cuBLAS")

@@ -190,8 +190,8 @@ def test_the_plan_names_which_of_its_two_times_it_predicts(shape):
     which can lie on the other side (46 x 24 x 1,000,000 keeps 9% of the slots busy): the reasons name which."""
     p = dispatch.plan_for(Problem(*shape), H100, "H100")
     size = p.reasons()[3]
-    larger = "compute" if p.choice.compute_us >= p.choice.memory_us else "memory floor"
-    assert size.endswith(f"the prediction is this launch's {larger})"), size
+    larger = "rounds" if p.choice.compute_us >= p.choice.memory_us else "memory floor"
+    assert size.endswith(f"the prediction is the {larger})"), size
     assert ("memory-bound" in size) == (p.problem.intensity < p.choice.launch.ridge)
 
 

@@ -75,7 +75,8 @@ def test_the_plan_explorer_plans_the_size_typed_or_names_why_not(capsys):
     name; a size it can plan is planned as typed."""
     from gemmlab.library import lessons
     panel = lessons.show_plan_explorer(64, 64, 64)
-    boxes = {b.description: b for b in panel.children[0].children}
+    boxes = {row.children[0].value: row.children[1] for row in panel.children[0].children}
+    assert all(isinstance(b, ipywidgets.Text) and b.placeholder == name for name, b in boxes.items())
     capsys.readouterr()
     for typed in ("3000000000", "3e9", "3,000,000,000"):
         boxes["K"].value = typed
@@ -99,7 +100,8 @@ def test_a_split_explorer_says_where_the_launch_cuts_fewer_pieces_than_split(cap
     sliders["SPLIT"].value = 8
     said = capsys.readouterr().out
     why = spec.k_split_why(spec.resolve({"SPLIT": 8}), Problem(2048, 2048, 2048))
-    assert why and f"at 2048³ {why}" in said
+    assert why and f"at 2048³ {why}" in " ".join(said.split()), "said beside the figures (wrapped between words)"
+    assert all(len(line) <= 100 for line in said.splitlines() if "most pieces" in line or "MiB" in line)
     sliders["SPLIT"].value = 1
     assert "most pieces" not in capsys.readouterr().out
 

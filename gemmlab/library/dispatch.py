@@ -174,8 +174,8 @@ class Plan:
             # the roofline's side and the launch's larger time can disagree (a launch that keeps few SMs busy
             # computes for longer than its bytes take): say which of the two the prediction is
             mem, comp = self.choice.memory_us, self.choice.compute_us
-            size += (f" (memory floor {mem:,.1f} us, compute {comp:,.1f} us: the prediction is this launch's "
-                     f"{'compute' if comp >= mem else 'memory floor'})")
+            size += (f" (memory floor {mem:,.1f} us, its blocks' rounds {comp:,.1f} us: the prediction is the "
+                     f"{'rounds' if comp >= mem else 'memory floor'})")
         if self.pad_n:
             alignment += (f"; C's {p.N:,} columns are run as {self.pad_n:,}: B is copied into rows of {self.pad_n:,} floats "
                           f"and C computed in a buffer {self.pad_n:,} wide, its first "

@@ -184,9 +184,10 @@ def show_plan_explorer(M: int = 3000, N: int = 3000, K: int = 3000):
     """Three boxes for M, N and K, and gemmlab.matmul's plan for that shape, with its reasons."""
     # text boxes read by typed_size: a number box would take 3e9 as 39, or clamp a size past what the kernels take
     # into another shape than the one typed, where the plan refuses it with its reason
+    # each box's name is a label of its own: JupyterLab shows a text box's tooltip only on a box without a description
     what = {"M": "rows of A and C", "N": "columns of B and C", "K": "columns of A, rows of B"}
-    boxes = {name: w.Text(value=str(value), description=name, continuous_update=False,
-                          layout=w.Layout(width="18em"), **{TOOLTIP: f"{name}: {what[name]}; Enter plans it"})
+    boxes = {name: w.Text(value=str(value), placeholder=name, continuous_update=False,
+                          layout=w.Layout(width="14em"), **{TOOLTIP: f"{name}: {what[name]}; Enter plans it"})
              for name, value in (("M", M), ("N", N), ("K", K))}
     out = w.Output()
 
@@ -202,7 +203,8 @@ def show_plan_explorer(M: int = 3000, N: int = 3000, K: int = 3000):
     for box in boxes.values():
         box.observe(update, names="value")
     update()
-    return Panel([w.HBox(list(boxes.values())), out],
+    named = [w.HBox([w.Label(name, layout=w.Layout(width="1.5em")), box]) for name, box in boxes.items()]
+    return Panel([w.HBox(named), out],
                  "[gemmlab.matmul's plan for the shape typed in M, N and K; run this cell to type one]")
 
 
