@@ -39,7 +39,7 @@ class IllegalConfig(ValueError):
     """A tunable combination that breaks a rule; raised before anything is compiled."""
 
     def __init__(self, kernel: str, rule: str, message: str):
-        self.kernel, self.rule = kernel, rule
+        self.kernel, self.rule, self.message = kernel, rule, message
         super().__init__(f"{kernel}: rule '{rule}' violated: {message}")
 
 
@@ -242,30 +242,29 @@ class KernelSpec:
         except TypeError:                      # an unhashable value: checked below, and refused
             key, known = None, None
         if known is None or known[0] is not self:
-            known = (self, *self._resolve(overrides))
+            try:
+                known = (self, self._resolve(overrides), None)
+            except IllegalConfig as exc:
+                known = (self, None, (exc.rule, exc.message))
             if key is not None:
                 _RESOLVED[key] = known
         if known[2] is not None:
             raise IllegalConfig(self.name, *known[2])
         return dict(known[1])
 
-    def _resolve(self, overrides: Params | None) -> tuple[dict | None, tuple[str, str] | None]:
-        """resolve's work: (the configuration, None), or (None, (rule, message)) for the first rule it breaks."""
+    def _resolve(self, overrides: Params | None) -> dict[str, int]:
+        """resolve's work, done once for each answer resolve keeps."""
         params = self.defaults
-        by_name = {p.name: p for p in self.params}
         for key, value in (overrides or {}).items():
-            param = by_name.get(key)
-            if param is None:
-                return None, ("known-parameter", f"{key} is not a tunable of this kernel; it has "
-                                                 f"{', '.join(self.defaults) or 'none'}")
+            param = self.tunable(key)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value not in param.values:
-                return None, (f"{key}-legal-values", f"{key}={value!r} is not offered; legal values are "
-                                                     f"{list(param.values)}")
+                raise IllegalConfig(self.name, f"{key}-legal-values",
+                                    f"{key}={value!r} is not offered; legal values are {list(param.values)}")
             params[key] = int(value)
         for rule in self._all_rules():
             if not rule.holds(params):
-                return None, (rule.name, rule.message(params))
-        return params, None
+                raise IllegalConfig(self.name, rule.name, rule.message(params))
+        return params
 
     def is_legal(self, overrides: Params) -> bool:
         try:

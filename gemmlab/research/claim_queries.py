@@ -66,11 +66,9 @@ def _rows(args: list[str], rec: records.Record) -> float:
 def _candidates(args: list[str]) -> float:
     """An aggregate over the fitted model's configurations, as `rows` over a section of the record: candidates
     alone count alone<1"""
-    from ..library import time_model
     if len(args) < 2:
         raise ClaimError("'candidates' takes FIELD AGG [FILTER...]")
-    data = json.loads(time_model.fitted_path(records.latest().device["name"]).read_text())
-    return _aggregate(data["candidates"], "the fitted model's candidates", args[0], args[1], args[2:])
+    return _aggregate(_fitted_data()["candidates"], "the fitted model's candidates", args[0], args[1], args[2:])
 
 
 def _aggregate(rows: list[dict], section: str, field: str, agg: str, filters: list[str]) -> float:
@@ -162,11 +160,16 @@ def _option(args: list[str]):
     return fields[args[1]]
 
 
-def _fitted(args: list[str]):
+def _fitted_data() -> dict:
+    """The fitted model's file for the newest record's GPU, as JSON."""
     from ..library import time_model
+    return json.loads(time_model.fitted_path(records.latest().device["name"]).read_text())
+
+
+def _fitted(args: list[str]):
     if len(args) != 1:
         raise ClaimError("'fitted' takes FIELD")
-    data = json.loads(time_model.fitted_path(records.latest().device["name"]).read_text())
+    data = _fitted_data()
     value = data
     for key in args[0].split("."):           # fit.median_error, chain_by_kernel.<kernel>
         value = value.get(key) if isinstance(value, dict) else None

@@ -21,34 +21,45 @@ def _repeats_copies(p) -> bool:
     return p["SPREAD"] > 0
 
 
+def _k_tiles(p, pr) -> int:
+    return -(-pr.K // p["BK"])
+
+
+def _room(p, pr) -> int:
+    """Partial tiles of every tile the workspace holds."""
+    return PARTIAL_FLOATS // (_tiles(p, pr) * p["BM"] * p["BN"])
+
+
+def _most_for_k(p, pr) -> int:
+    """Pieces K allows: one K tile each, and where K is padded (not a multiple of BK) and the copies repeat a
+    block's last tile, the first piece keeps at least two K tiles, so that its last is never the padded tile 0."""
+    return _k_tiles(p, pr) // 2 if pr.K % p["BK"] and _repeats_copies(p) else _k_tiles(p, pr)
+
+
 def _pieces(p, pr) -> int:
     """Pieces along K of every tile: SPLIT, or fewer where the workspace cannot hold SPLIT partial tiles
-    of every tile (one for more tiles than it counts), and never more than K has tiles. Where K is padded
-    (not a multiple of BK) and the copies repeat a block's last tile, the first piece keeps at least two
-    K tiles, so that its last is never the padded tile 0."""
+    of every tile (one for more tiles than it counts), and never more than K allows (_most_for_k)."""
     if p["SPLIT"] == 1 or _tiles(p, pr) > ARRIVALS:
         return 1
-    room = PARTIAL_FLOATS // (_tiles(p, pr) * p["BM"] * p["BN"])
-    tiles_k = -(-pr.K // p["BK"])
-    most = tiles_k // 2 if pr.K % p["BK"] and _repeats_copies(p) else tiles_k
-    return max(1, min(p["SPLIT"], room, most))
+    return max(1, min(p["SPLIT"], _room(p, pr), _most_for_k(p, pr)))
 
 
 def _fewer_pieces(p, pr) -> str:
-    """Why a problem's tiles run in fewer pieces than SPLIT ('' where they run in SPLIT): what _pieces caps them by."""
+    """Why a problem's tiles run in fewer pieces than SPLIT ('' where they run in SPLIT): which of _pieces' bounds
+    cut them."""
     pieces = _pieces(p, pr)
     if pieces >= p["SPLIT"]:
         return ""
-    tiles, tiles_k = _tiles(p, pr), -(-pr.K // p["BK"])
+    tiles = _tiles(p, pr)
     head = f"SPLIT={p['SPLIT']} is the most pieces; here {pieces}: "
     if tiles > ARRIVALS:
         return head + f"{tiles:,} tiles, more than the {ARRIVALS:,} the kernel counts arrivals for"
-    room = PARTIAL_FLOATS // (tiles * p["BM"] * p["BN"])
-    if room < p["SPLIT"] and room <= pieces:
+    if _room(p, pr) <= pieces:
         need = p["SPLIT"] * tiles * p["BM"] * p["BN"] * 4 / 2**20
         return head + (f"{p['SPLIT']} partial tiles of each of the {tiles:,} tiles of {p['BM']} x {p['BN']} need "
                        f"{need:,.0f} MiB, and the workspace holds {PARTIAL_FLOATS * 4 // 2**20} MiB")
-    if pr.K % p["BK"] and _repeats_copies(p):
+    tiles_k = _k_tiles(p, pr)
+    if _most_for_k(p, pr) < tiles_k:
         return head + f"K has {tiles_k} tiles of {p['BK']}, the first padded, and the first piece keeps two of them"
     return head + f"K has {tiles_k} tile{'s' if tiles_k != 1 else ''} of {p['BK']}"
 
