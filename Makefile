@@ -69,8 +69,10 @@ lab: env-lab
 # as for tests that time something and need the GPU to themselves).
 WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 XDIST = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile)
+# The notebooks first: pytest-xdist hands out files in the order given, and the longest first leaves the
+# short test files to even out the workers at the end.
 test: env
-	$(PY) -m pytest --nbval --nbval-current-env -m "not slow and not browser" $(XDIST) $(PYTEST_ARGS) tests notebooks
+	$(PY) -m pytest --nbval --nbval-current-env -m "not slow and not browser" $(XDIST) $(PYTEST_ARGS) notebooks tests
 
 test-slow: env
 	$(PY) -m pytest -m "slow or browser" $(XDIST) $(PYTEST_ARGS) tests

@@ -28,6 +28,21 @@ def final_kernel() -> KernelSpec:
     return registry.with_shape_search()[-1]
 
 
+def counted(n: int, noun: str) -> str:
+    """'1 tile', '1,128 tiles'."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def per_slot(x: float) -> str:
+    """Blocks per slot to two decimals, and to one significant digit where that would read 0.00."""
+    return f"{x:.2f}" if x >= 0.005 or x == 0 else f"{x:.1g}"
+
+
+def share(x: float) -> str:
+    """A share in whole percent; 'under 1%' where it is some but rounds to none (a 1 x 1 x 1 launch's)."""
+    return "under 1%" if 0 < x < 0.005 else f"{x:.0%}"
+
+
 @dataclass(frozen=True)
 class Launch:
     spec: KernelSpec
@@ -96,8 +111,8 @@ class Launch:
         if self.slot_use < WORTH_SAYING:
             split = (f", {self.split_tiles} of them split in {self.pieces} along K" if self.split_tiles else
                      f", each split in {self.k_split} along K" if self.k_split > 1 else "")
-            out.append(f"{self.tiles} tiles of {rows} x {cols}{split} for {self.slots} block slots "
-                       f"({self.sm_count} SMs x {self.blocks_per_sm}): {self.slot_use:.0%} of the slots' time busy")
+            out.append(f"{counted(self.tiles, 'tile')} of {rows} x {cols}{split} for {self.slots} block slots "
+                       f"({self.sm_count} SMs x {self.blocks_per_sm}): {share(self.slot_use)} of the slots' time busy")
         if self.fast_tiles is not None and self.fast_tiles < WORTH_SAYING * self.tiles:
             why = []
             if p.ldb % 4:
@@ -124,11 +139,11 @@ class Launch:
             f"{p.M} x {p.N} x {p.K} with {self.spec.name}" + (f" ({changes})" if changes else " (defaults)")
             + f"; {self.gpu}",
             f"  grid {self.grid}, {self.block[0]} threads a block, {self.blocks_per_sm} block(s) per SM: "
-            f"{self.blocks:,} blocks for {self.slots} slots, {self.tiles:,} tiles of {rows} x {cols}"
+            f"{counted(self.blocks, 'block')} for {self.slots} slots, {counted(self.tiles, 'tile')} of {rows} x {cols}"
             + (f", the last {self.split_tiles} split in {self.pieces} along K" if self.split_tiles else "")
             + (f", each split in {self.k_split} along K ({self.piece_steps} K steps a piece)" if self.k_split > 1 else ""),
-            f"  waves: {self.tiles * self.k_split / self.slots:.2f} blocks per slot, {self.slot_use:.0%} of the slots' "
-            f"time busy; {self.k_steps} K steps a tile; {self.covered:.0%} of the tiles' area inside C",
+            f"  waves: {per_slot(self.tiles * self.k_split / self.slots)} blocks per slot, {share(self.slot_use)} of the slots' "
+            f"time busy; {counted(self.k_steps, 'K step')} a tile; {self.covered:.0%} of the tiles' area inside C",
             f"  operands {self.operand_bytes / 1e6:,.1f} MB ({'within' if self.operand_bytes <= self.l2_bytes else 'over'} "
             f"the {self.l2_bytes / 2**20:.0f} MiB L2); {self.intensity:.3g} FLOPs per byte against a ridge of "
             f"{self.ridge:.0f}",

@@ -1,23 +1,37 @@
 """Disassemble a build with nvdisasm (from pip) and summarise its instruction mix. No GPU needed."""
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import re
 import subprocess
 from collections import Counter
 from pathlib import Path
 
-from . import toolchain
+from . import files, toolchain
 
 _INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
 
 
 @functools.lru_cache(maxsize=512)   # a cubin's path names its content (the compile cache key)
 def _disassemble(cubin_path: Path) -> str:
-    result = subprocess.run([str(toolchain.nvdisasm()), "-c", str(cubin_path)],
-                            capture_output=True, text=True)
+    # nvdisasm takes about a second for a large kernel, and a chapter, its exercise and its claims ask for the
+    # same builds from processes of their own: the text is kept beside the cubin, headed by the cubin's hash
+    # and the nvdisasm it came from, so a rebuilt cubin or another nvdisasm is disassembled anew.
+    tool = toolchain.nvdisasm()
+    stat = tool.stat()
+    head = f"{hashlib.sha256(cubin_path.read_bytes()).hexdigest()} {tool} {stat.st_size} {stat.st_mtime_ns}"
+    kept = cubin_path.with_suffix(".sass")
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        first, _, text = kept.read_text().partition("\n")
+        if first == head:
+            return text
+    result = subprocess.run([str(tool), "-c", str(cubin_path)], capture_output=True, text=True)
     if result.returncode:
         raise RuntimeError(f"nvdisasm failed: {result.stderr.strip()}")
+    with contextlib.suppress(OSError):        # only a cache: a folder we cannot write leaves it out
+        files.write_atomic(kept, f"{head}\n{result.stdout}")
     return result.stdout
 
 

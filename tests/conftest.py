@@ -1,4 +1,5 @@
 import os
+import re
 import tempfile
 
 import pytest
@@ -7,6 +8,20 @@ import pytest
 os.environ.setdefault("GEMMLAB_CACHE", tempfile.mkdtemp(prefix="gemmlab-test-cache-"))
 
 from gemmlab import device  # noqa: E402
+
+
+_MODULE_MARK = re.compile(r"^pytestmark = pytest\.mark\.(\w+)$", re.M)
+
+
+def pytest_ignore_collect(collection_path, config):
+    """A module whose every test carries a mark the run deselects (`-m "not slow"`) is not even imported: the
+    heavy tier's modules work out their matrices as they are imported (test_compile_matrix.py: every kernel's
+    extreme configurations, seconds in each worker)."""
+    if collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    expression = config.getoption("markexpr") or ""
+    found = _MODULE_MARK.search(collection_path.read_text())
+    return True if found and f"not {found.group(1)}" in expression else None
 
 
 def pytest_collection_modifyitems(config, items):

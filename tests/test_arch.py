@@ -80,6 +80,7 @@ def test_a_tile_too_big_for_the_architectures_blocks_is_refused_before_compiling
     assert spec.runs_on(spec.resolve({"BK": 32}), arch.get("sm_90"))
 
 
+@pytest.mark.slow     # compiles for two architectures (the heavy tier)
 def test_the_support_matrix_names_each_refusal():
     rows = support.matrix(["09", "10"], ["sm_75", "sm_90"], {"BK": 32})
     (p75, p90), (i75, i90) = rows

@@ -22,9 +22,29 @@ def record():
     return records.latest()
 
 
+# The claims a compile answers (a kernel's SASS, registers, occupancy: seconds a build with an empty compile
+# cache) are the heavy tier's; the fast tier checks every other claim, and every claim's stamp.
 @pytest.mark.parametrize("path", PROSE + DOCS, ids=lambda p: p.name)
 def test_every_claim_holds(path, record):
-    assert [p for text in claims.markdown(path) for p in claims.check(text, record)] == []
+    assert [p for text in claims.markdown(path) for p in claims.check(text, record, compiling=False)] == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", PROSE + DOCS, ids=lambda p: p.name)
+def test_every_claim_that_compiles_a_kernel_holds(path, record):
+    assert [p for text in claims.markdown(path) for p in claims.check(text, record, compiling=True)] == []
+
+
+def test_the_claims_a_compile_answers_are_told_from_the_others(record):
+    """Each part of a condition is looked at: a compiling query anywhere in it puts the claim in the heavy tier;
+    a false claim of either kind is found by the check of its kind, and by neither of the other."""
+    assert claims.compiles("loop 08 FFMA > 100") and claims.compiles("1 < 2 and sass 08 registers / 2 > 10")
+    assert not claims.compiles("best 08 4096 gflops > best 01 4096 gflops") and not claims.compiles("3 > 2")
+    false_sass = _claim("Chapter 08 spills.", "sass 08 spill_stores > 0")
+    false_record = _claim("Chapter 01 is faster than chapter 08.", "best 01 4096 gflops > best 08 4096 gflops")
+    for text, kind in ((false_sass, True), (false_record, False)):
+        assert claims.check(text, record, compiling=kind) != [] and claims.check(text, record) != []
+        assert claims.check(text, record, compiling=not kind) == []
 
 
 @pytest.mark.parametrize("path", PROSE, ids=lambda p: p.name)
@@ -147,6 +167,7 @@ def test_record_reaches_any_number_of_the_record_by_its_path(record):
             claims.query(f"record {path}", record)
 
 
+@pytest.mark.slow     # five builds: the compiling queries are the heavy tier's
 def test_loop_and_conflicts_read_the_hot_loop_and_the_shared_load_model(record):
     from gemmlab import registry, sass
     from gemmlab.compile import compile_kernel

@@ -69,6 +69,7 @@ def test_archs_listed_are_the_tested_ones():
     assert {"sm_80", "sm_90"} <= set(ARCHS)
 
 
+@pytest.mark.slow     # builds of configurations no chapter cell shows (the heavy tier)
 @pytest.mark.parametrize("name", ["08_warp_tiling", "10_issue_rate"])
 def test_snake_order_reads_fewer_registers_and_pairs_fewer_banks(name):
     """SNAKE=1 walks odd rows backwards so consecutive FFMAs share an operand: the SASS must show
@@ -81,6 +82,7 @@ def test_snake_order_reads_fewer_registers_and_pairs_fewer_banks(name):
     assert snake["same_bank"] < rows["same_bank"]
 
 
+@pytest.mark.slow     # builds of configurations no chapter cell shows (the heavy tier)
 def test_spread_puts_the_next_tiles_copies_among_the_ffmas():
     """SPREAD=0 issues all of the next tile's copies (LDGSTS) after the barrier, before the first FFMA
     of the hot loop; with SPREAD=4 the first copy comes after FFMAs, and the copies reach across more
@@ -116,6 +118,7 @@ def test_occupancy_budget_adds_up(name):
     assert occ.warps_per_sm == occ.blocks_per_sm * warps
 
 
+@pytest.mark.slow     # builds of configurations no chapter cell shows (the heavy tier)
 def test_unrolling_the_pipeline_k_loop_scales_its_ffmas():
     """What 09's unroll study shows, minus the exact instruction counts: those come from ptxas at the
     255-register limit and moved by one instruction on a CI host with the same NVRTC wheel (so that
@@ -131,6 +134,7 @@ def test_unrolling_the_pipeline_k_loop_scales_its_ffmas():
     assert loads[0] < loads[1] < loads[2]
 
 
+@pytest.mark.slow     # three builds of chapter 09, two no chapter cell shows (the heavy tier)
 def test_what_chapter_09_says_of_its_compile_reports():
     """09's prose reads three compile reports whose exact figures are not compared (a build of 200-odd
     registers is where ptxas was seen to vary by host; docs/toolchain.md): the defaults fill the 255
@@ -162,3 +166,26 @@ def test_a_stopped_compile_pool_is_off_the_exit_handlers_list():
     compiler._stop(pool)
     assert manager not in futures_process._threads_wakeups and not manager.is_alive()
     assert time.monotonic() - started < 10, "the sleeping worker was stopped, not waited for"
+
+
+def test_the_disassembly_is_kept_beside_the_cubin_and_redone_when_the_cubin_changes(tmp_path, monkeypatch):
+    """nvdisasm runs once for a build, in any process: its text is kept beside the cubin in the compile cache,
+    and a cubin rebuilt with other bytes (or a damaged kept text) is disassembled anew."""
+    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
+    build, other = compile_kernel("01_naive"), compile_kernel("03_coalescing")
+    text, other_text = sass.disassemble(build), sass.disassemble(other)
+    kept = build.cubin_path.with_suffix(".sass")
+    assert kept.exists() and "FFMA" in text
+    runs = []
+    real = sass.subprocess.run
+    monkeypatch.setattr(sass.subprocess, "run", lambda *a, **k: runs.append(a) or real(*a, **k))
+    sass._disassemble.cache_clear()                    # as a new process would start
+    assert sass.disassemble(build) == text and runs == []
+    build.cubin_path.write_bytes(other.cubin_path.read_bytes())   # the same name, other bytes
+    sass._disassemble.cache_clear()
+    assert sass.disassemble(build) == other_text != text and len(runs) == 1
+    for damage in (b"", b"\xff\xfe not text", kept.read_bytes()[:100]):
+        kept.write_bytes(damage)
+        sass._disassemble.cache_clear()
+        assert sass.disassemble(build) == other_text
+    assert len(runs) == 4

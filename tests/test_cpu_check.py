@@ -123,3 +123,34 @@ def test_with_no_compiler_the_check_is_not_verified_and_never_passes(monkeypatch
     from gemmlab.__main__ import main
     assert main(["check", "02", "--solution"]) == 3
     assert capsys.readouterr().out.startswith("NOT VERIFIED")
+
+
+# --- the runner's build ---------------------------------------------------------------------------
+
+def test_the_runtime_is_compiled_once_for_every_kernels_runner(tmp_path, monkeypatch):
+    """A runner compiles the kernel and links the runtime's object, which is compiled once (by its code and
+    the compiler) for every kernel; a changed runtime is compiled anew."""
+    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path / "cache"))
+    compiles = []
+    real = cpu.subprocess.run
+
+    def run(argv, *args, **kwargs):
+        compiles.extend(Path(a).name for a in argv if a.endswith(".cpp"))
+        return real(argv, *args, **kwargs)
+    monkeypatch.setattr(cpu.subprocess, "run", run)
+    for name in ("01", "02"):
+        spec = registry.get(name)
+        cpu.build(spec, spec.resolve({}))
+    assert compiles.count("runtime.cpp") == 1 and len(list((tmp_path / "cache").rglob("runtime.o"))) == 1
+    assert _run(0) == {"forward": None, "reverse": None}, "a runner linked to the kept object runs"
+    changed = tmp_path / "runtime.cpp"
+    changed.write_text(cpu.RUNTIME[1].read_text() + "\n// changed\n")
+    monkeypatch.setattr(cpu, "RUNTIME", (cpu.RUNTIME[0], changed))
+
+    def pretend(argv, *args, **kwargs):          # the compile asked for, not made (the key is what is tested)
+        compiles.extend(Path(a).name for a in argv if a.endswith(".cpp"))
+        Path(argv[argv.index("-o") + 1]).write_bytes(b"")
+        return cpu.subprocess.CompletedProcess(argv, 0, "", "")
+    monkeypatch.setattr(cpu.subprocess, "run", pretend)
+    cpu._runtime_object(cpu.compiler(), [*cpu.FLAGS, *cpu.sanitizers(tuple(cpu.compiler()))])
+    assert compiles.count("runtime.cpp") == 2 and len(list((tmp_path / "cache").rglob("runtime.o"))) == 2

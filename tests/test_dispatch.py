@@ -143,14 +143,17 @@ def _random_problems(n: int, seed: int):
                       N + rng.randint(0, 7) * pad), rng.random() < 0.8
 
 
-@pytest.mark.parametrize("dev", [H100, T4, RTX4090], ids=lambda d: d["arch"])
-def test_the_plan_refuses_nothing_cublas_accepts(dev):
+# The H100 on 20 random shapes in the fast tier; every architecture on 150 in the heavy one.
+@pytest.mark.parametrize("dev,count", [(H100, 20), *(pytest.param(d, 150, marks=pytest.mark.slow)
+                                                      for d in (H100, T4, RTX4090))],
+                         ids=lambda v: v["arch"] if isinstance(v, dict) else str(v))
+def test_the_plan_refuses_nothing_cublas_accepts(dev, count):
     """Every M, N, K >= 1 with any leading dimensions, aligned or not, gets a kernel that accepts it
     and runs on the architecture: random shapes up to 3000, and the extremes of the grid."""
     archs = arch.get(dev["arch"])
     extremes = [(Problem(1, 1, 1), True), (Problem(1, 1, 100_000), False), (Problem(100_000, 1, 1), True),
                 (Problem(1, 100_000, 1), True), (Problem(65535 * 128 + 1, 3, 5), True), (Problem(3, 3, 3, 7, 9, 11), False)]
-    for problem, aligned in [*extremes, *_random_problems(150, seed=len(dev["name"]))]:
+    for problem, aligned in [*extremes, *_random_problems(count, seed=len(dev["name"]))]:
         plan = dispatch.plan_for(problem, dev, dev["name"], aligned)
         for launch in plan.launched:               # the choice's, and each part's where the call is peeled
             spec, params = launch.spec, launch.params
@@ -230,6 +233,7 @@ def test_a_kernel_changed_since_the_fit_is_left_out(tmp_path, monkeypatch):
     assert m.dropped == (name,) and all(c.spec.name != name for c in m.candidates)
 
 
+@pytest.mark.slow     # fits the training rows three times (the heavy tier)
 def test_the_fit_leaves_out_training_rows_timed_on_older_code_of_their_kernel():
     rec = records.latest()
     current = copy.deepcopy(training.rows_of(rec))
@@ -378,6 +382,7 @@ def test_a_split_past_the_grid_limit_is_refused_and_the_others_plan():
     assert p.predicted_us > 0 and p.spec.split(p.params) == 1
 
 
+@pytest.mark.slow     # plans every training shape (the heavy tier)
 def test_a_training_round_times_shapes_where_the_plan_runs_what_no_round_timed():
     """`record --matmul-training-new` revisits a shape where no training row times the configuration the plan
     now runs there (a refit's new choice), and leaves a shape whose choice was timed."""

@@ -6,7 +6,9 @@ import sys
 
 import pytest
 
-from gemmlab import launch as plan, spec
+from gemmlab import launch as plan, registry, spec
+from gemmlab.library import dispatch
+from gemmlab.spec import Problem, UnsupportedShape
 
 
 def test_a_large_multiple_of_the_tile_has_nothing_to_report():
@@ -77,3 +79,22 @@ def test_chapter_11_shows_the_final_kernels_shape_costs():
     nb = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "11_last_wave.ipynb").read_text())
     final = plan.final_kernel().name
     assert any(f'gl.show_shape_costs("{final}"' in "".join(c["source"]) for c in nb["cells"])
+
+
+def test_a_one_element_product_reads_as_one_tile_and_a_sliver_of_the_slots():
+    """1 x 1 x 1: '1 tile' and '1 K step', not '1 tiles'; a share of the slots that rounds to 0% reads 'under 1%'
+    and its blocks per slot keep a digit."""
+    one = plan.launch(1, 1, 1, "12_skinny")
+    text = str(one)
+    assert "1 tile of" in text and "1 tiles" not in text and "1 K step a tile" in text
+    assert "under 1% of the slots' time busy" in text and "0.00 blocks" not in text
+    reasons = dispatch.plan(1, 1, 1).reasons()
+    assert reasons[0].startswith("waves: 1 tile of") and "under 1%" in reasons[0] and " 0.00 " not in reasons[0]
+
+
+def test_a_c_smaller_than_every_tile_is_sent_to_another_kernel_not_to_smaller_tiles():
+    spec = registry.get("13_split_k")
+    with pytest.raises(UnsupportedShape, match="No tile of this kernel fits .* chapter 12's"):
+        spec.check_shape(spec.resolve({}), Problem(1, 1, 1))
+    with pytest.raises(UnsupportedShape, match=r"Pick smaller tiles \(BM, BN\), down to 32 x 32"):
+        spec.check_shape(spec.resolve({}), Problem(40, 1000, 100))

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow    # builds a wheel and a virtual environment (the heavy tier)
 
 
 @pytest.fixture(scope="module")

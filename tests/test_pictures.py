@@ -53,23 +53,24 @@ PICTURES = [  # (lesson, kernel of its chapter, extra arguments)
     (gl.show_ffma_order, "10_issue_rate", {}),
     (gl.show_last_wave, "11_last_wave", {"slots": 132}),
 ]
-# The last wave is drawn block slot by block slot (about a second a picture): its defaults and two
-# extremes here; the wave model itself is checked below on known cases.
-CASES = [(show, name, extra, cfg) for show, name, extra in PICTURES
-         for cfg in (configs(name)[:3] if show is gl.show_last_wave else configs(name))]
+# The defaults in the fast tier, the extremes in the heavy one. The last wave is drawn block slot by block
+# slot (about a second a picture): its defaults and two extremes; the wave model itself is checked below on
+# known cases.
+CASES = [pytest.param(show, name, extra, cfg, marks=[pytest.mark.slow] if i else [],
+                      id=f"{show.__name__}-{name}-{registry.get(name).changes_label(cfg) or 'defaults'}")
+         for show, name, extra in PICTURES
+         for i, cfg in enumerate(configs(name)[:3] if show is gl.show_last_wave else configs(name))]
 
 
-@pytest.mark.parametrize("show,name,extra,cfg", CASES,
-                         ids=[f"{s.__name__}-{n}-{registry.get(n).changes_label(c) or 'defaults'}"
-                              for s, n, _, c in CASES])
+@pytest.mark.parametrize("show,name,extra,cfg", CASES)
 def test_every_picture_draws_at_default_and_extreme_configs(show, name, extra, cfg, no_windows):
     show(name, **extra, **cfg)
     assert len(no_windows) == 1
 
 
 def test_the_last_wave_takes_its_slots_from_the_builds_occupancy(no_windows, capsys):
-    gl.show_last_wave("11_last_wave", SPLIT=4)
-    per_sm = compile_kernel("11_last_wave", {"SPLIT": 4}).occupancy.blocks_per_sm
+    gl.show_last_wave("11_last_wave")
+    per_sm = compile_kernel("11_last_wave").occupancy.blocks_per_sm
     assert f"{132 * per_sm} slots (132 SMs x {per_sm} block(s) per SM" in capsys.readouterr().out
     assert len(no_windows) == 1
 
@@ -152,8 +153,12 @@ def test_banks_per_phase_on_known_cases():
     assert [first.words[lane] % 32 for lane in range(8)] == [0, 8, 16, 24, 0, 8, 16, 24]
 
 
-@pytest.mark.parametrize("name,params", [("05_register_tiling", {}), ("05_register_tiling", {"BM": 64, "BK": 16, "TN": 1}),
-                                         ("07_prefetch", {}), ("08_warp_tiling", {"WN": 64, "TM": 8}), ("11_last_wave", {})])
+# Chapter 08's patch (what its chapter shows) in the fast tier; the rest are builds of their own (the heavy tier).
+@pytest.mark.parametrize("name,params", [
+    pytest.param("05_register_tiling", {}, marks=pytest.mark.slow),
+    pytest.param("05_register_tiling", {"BM": 64, "BK": 16, "TN": 1}, marks=pytest.mark.slow),
+    pytest.param("07_prefetch", {}, marks=pytest.mark.slow), ("08_warp_tiling", {"WN": 64, "TM": 8}),
+    pytest.param("11_last_wave", {}, marks=pytest.mark.slow)])
 def test_the_shared_load_model_counts_the_loads_in_the_sass(name, params):
     """Per tile, as many loads of each width as the hot loop's SASS (its k loop fully unrolled)."""
     spec = registry.get(name)

@@ -25,6 +25,7 @@ def test_every_shipped_cubin_is_whole_and_holds_what_its_entry_says():
     assert on_disk == set(prebuilt.manifest()), "a cubin without an entry, or an entry without its cubin"
 
 
+@pytest.mark.slow     # plans every suite shape; what it guards changes with a refit (the heavy tier)
 def test_the_plans_of_the_suites_launch_only_shipped_builds():
     shapes = {s for group in training.CLASS_SUITE.values() for s in group} | set(training.MATMUL_SUITE)
     missing = set()

@@ -166,12 +166,28 @@ BAD = [
 ]
 
 
+def _in_process(argv, capsys) -> tuple[int, str, str]:
+    """`python -m gemmlab ARGV` run in this process (the module runs main and exits with what it returns):
+    exit status, output, errors. An exception main does not turn into a message fails the test itself."""
+    try:
+        status = main([str(a) for a in argv])
+    except SystemExit as exc:           # argparse's usage errors
+        status = exc.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_the_module_exits_with_mains_status_and_no_traceback():
+    done = subprocess.run([sys.executable, "-m", "gemmlab", *BAD[0]], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 2 and done.stderr.strip() and "Traceback" not in done.stderr + done.stdout
+
+
 @pytest.mark.parametrize("argv", BAD, ids=[" ".join(a) for a in BAD])
-def test_every_bad_command_line_exits_2_with_one_line_and_no_traceback(argv):
-    done = subprocess.run([sys.executable, "-m", "gemmlab", *argv], capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 2, (done.stdout, done.stderr)
-    assert "Traceback" not in done.stderr + done.stdout
-    assert done.stderr.strip(), "says what was wrong"
+def test_every_bad_command_line_exits_2_with_one_line_and_no_traceback(argv, capsys):
+    status, out, err = _in_process(argv, capsys)
+    assert status == 2, (out, err)
+    assert "Traceback" not in err + out
+    assert err.strip(), "says what was wrong"
 
 
 def test_chapter_numbers_and_prefixes_find_one_kernel_or_list_the_matches():
@@ -199,15 +215,21 @@ def test_lessons_answer_a_learners_mistake_with_the_clis_message(capsys):
 
 # --- issue 32, part 3: a user's mistake or a damaged file, named in one line, exit 2, no traceback ----------
 
-def _refused(argv, *names, env=None, cwd=ROOT) -> str:
-    """Runs `python -m gemmlab ARGV`; asserts exit status 2, no traceback, and a message naming each of `names`."""
-    done = subprocess.run([sys.executable, "-m", "gemmlab", *map(str, argv)], capture_output=True, text=True,
-                          cwd=cwd, env={**os.environ, **(env or {})})
-    assert done.returncode == 2, (argv, done.stdout, done.stderr)
-    assert "Traceback" not in done.stderr + done.stdout, done.stderr
-    for name in names:
-        assert str(name) in done.stderr, (argv, name, done.stderr)
-    return done.stderr
+@pytest.fixture
+def refused(monkeypatch, capsys):
+    """Runs `python -m gemmlab ARGV` (main, in this process, from the checkout, with `env` set); asserts exit status
+    2, no traceback, and a message naming each of `names`; returns the message."""
+    def run(argv, *names, env=None) -> str:
+        monkeypatch.chdir(ROOT)
+        for key, value in (env or {}).items():
+            monkeypatch.setenv(key, value)
+        status, out, err = _in_process(argv, capsys)
+        assert status == 2, (argv, out, err)
+        assert "Traceback" not in err + out, err
+        for name in names:
+            assert str(name) in err, (argv, name, err)
+        return err
+    return run
 
 
 @pytest.mark.parametrize("argv, named", [
@@ -221,8 +243,9 @@ def _refused(argv, *names, env=None, cwd=ROOT) -> str:
     (["run", "03", "--size", "1e3", "2", "2"], "'1e3' is not a whole number"),
     (["plan", "1", "2", "2.5"], "argument K: '2.5'"),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else None)
-def test_a_malformed_number_is_named(argv, named):
-    err = _refused(argv, named)
+def test_a_malformed_number_is_named(argv, named, capsys):
+    status, out, err = _in_process(argv, capsys)
+    assert status == 2 and named in err and "Traceback" not in err + out, (argv, err)
     assert len(err.strip().splitlines()) == 1 or err.startswith("usage:"), "one line, or argparse's usage and one"
 
 
@@ -235,7 +258,7 @@ def _plain(tmp_path, name: str, content: bytes | None) -> Path:
 
 @pytest.mark.parametrize("chapter", ["05", "14"])
 @pytest.mark.parametrize("kind", ["a folder", "a binary file", "no such file", "an empty name", "unreadable"])
-def test_check_names_a_file_it_cannot_check(kind, chapter, tmp_path):
+def test_check_names_a_file_it_cannot_check(kind, chapter, tmp_path, refused):
     if kind == "a folder":
         path, said = tmp_path, "is a folder"
     elif kind == "a binary file":
@@ -249,14 +272,14 @@ def test_check_names_a_file_it_cannot_check(kind, chapter, tmp_path):
         path.chmod(0)
         if os.access(path, os.R_OK):
             pytest.skip("this user reads files without read permission (root)")
-    _refused(["check", chapter, "--file", path], said, str(path), "--start")
+    refused(["check", chapter, "--file", path], said, str(path), "--start")
 
 
 @pytest.mark.parametrize("argv", [["check", "05"], ["check", "05", "--start"], ["check", "05", "--starter"],
                                   ["check", "05", "--fresh"], ["check", "14"]], ids=" ".join)
-def test_a_workspace_that_is_a_file_is_named_with_the_fix(argv, tmp_path):
+def test_a_workspace_that_is_a_file_is_named_with_the_fix(argv, tmp_path, refused):
     place = _plain(tmp_path, "workspace", b"")
-    _refused(argv, str(place), "GEMMLAB_WORKSPACE", env={"GEMMLAB_WORKSPACE": str(place)})
+    refused(argv, str(place), "GEMMLAB_WORKSPACE", env={"GEMMLAB_WORKSPACE": str(place)})
 
 
 @pytest.mark.parametrize("argv", [["compile", "03"], ["sass", "03"], ["archs", "05", "-D", "BM=64"],
@@ -435,19 +458,19 @@ def test_plan_takes_whole_numbers_only(sizes, named):
             plan(*sizes)
 
 
-def test_a_size_past_32_bits_is_named_as_the_user_gave_it():
+def test_a_size_past_32_bits_is_named_as_the_user_gave_it(refused):
     done = subprocess.run([sys.executable, "-m", "gemmlab", "plan", "1", "2147483647", "1"], capture_output=True,
                           text=True, cwd=ROOT)
     assert done.returncode == 0 and "ldb" not in done.stderr, "B's rows are not padded past 32 bits"
-    _refused(["plan", "1", "2147483648", "1"], "N=2147483648", "32-bit")
+    refused(["plan", "1", "2147483648", "1"], "N=2147483648", "32-bit")
 
 
 @pytest.mark.parametrize("argv, named", [
     (["archs", "05", "-D", "BM=7"], "rule 'BM-legal-values'"), (["archs", "05", "-D", "NOPE=1"], "NOPE"),
     (["archs", "-D", "BM=64"], "archs 05 -D BM=64"),
 ])
-def test_archs_refuses_an_illegal_define_by_its_rule(argv, named):
-    _refused(argv, named)
+def test_archs_refuses_an_illegal_define_by_its_rule(argv, named, refused):
+    refused(argv, named)
 
 
 # Further mistakes of a reader's own (issue 32): each exits 2 naming what was wrong.
@@ -467,8 +490,8 @@ OWN = [
 
 
 @pytest.mark.parametrize("argv, named", OWN, ids=[" ".join(a) for a, _ in OWN])
-def test_more_mistakes_are_named(argv, named):
-    _refused(argv, named)
+def test_more_mistakes_are_named(argv, named, refused):
+    refused(argv, named)
 
 
 def _descendants(pid: int) -> set[int]:

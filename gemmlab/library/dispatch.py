@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from .. import arch as archs
 from .. import registry, results
 from ..compile import compile_kernel
-from ..launch import Launch, launch_with
+from ..launch import Launch, counted, launch_with, per_slot, share
 from ..launch import ridge as ridge_of
 from ..spec import INT_MAX, IllegalConfig, KernelSpec, Problem, UnsupportedShape, split_time
 from .time_model import (STREAMING_REACH, Model, NotFitted, blocks_per_sm, config_key, features, model,
@@ -148,9 +148,9 @@ class Plan:
         rows, cols = ch.spec.tile(ch.params)
         whole = split_time(ch.tiles, ch.k_steps, ch.slots, ch.pieces, 0)
         each = f", each split in {ch.k_split} along K, a block a piece" if ch.k_split > 1 else ""
-        waves = (f"waves: {ch.tiles:,} tiles of {rows} x {cols}{each} on {ch.slots:,} block slots ({ch.sm_count} SMs x "
-                 f"{ch.blocks_per_sm}), {ch.tiles * ch.k_split / ch.slots:.2f} blocks per slot: {ch.slot_use:.0%} of "
-                 f"the slots' time busy")
+        waves = (f"waves: {counted(ch.tiles, 'tile')} of {rows} x {cols}{each} on {ch.slots:,} block slots "
+                 f"({ch.sm_count} SMs x {ch.blocks_per_sm}), {per_slot(ch.tiles * ch.k_split / ch.slots)} blocks per slot: "
+                 f"{share(ch.slot_use)} of the slots' time busy")
         if ch.split_tiles:
             waves += (f"; the last {ch.split_tiles:,} tiles are split in {ch.pieces} along K "
                       f"({ch.tiles / ch.slots / whole:.0%} busy without the split)")
@@ -165,7 +165,8 @@ class Plan:
         alignment = ("alignment: every row starts 16-byte aligned" if aligned else
                      f"alignment: rows of {p.lda:,}, {p.ldb:,} and {p.ldc:,} floats (A, B, C) are not all 16-byte multiples")
         if ch.fast_tiles is not None:
-            alignment += f"; {ch.fast_tiles:,} of {ch.tiles:,} tiles copy B 16 bytes at a time"
+            alignment += (f"; its one tile {'copies' if ch.fast_tiles else 'does not copy'} B 16 bytes at a time"
+                          if ch.tiles == 1 else f"; {ch.fast_tiles:,} of {ch.tiles:,} tiles copy B 16 bytes at a time")
         fits = "within" if ch.operand_bytes <= ch.l2_bytes else "over"
         side = "memory-bound" if ch.intensity < ch.ridge else "compute-bound"
         size = (f"bytes: operands {ch.operand_bytes / 1e6:,.1f} MB, {fits} the {ch.l2_bytes / 2**20:.0f} MiB L2; "

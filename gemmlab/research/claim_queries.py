@@ -358,6 +358,8 @@ def _refuses(args: list[str]) -> str:
 
 
 VERBS.update({"reuse": lambda args, rec: _reuse(args), "refuses": lambda args, rec: _refuses(args)})
+# The verbs that compile a kernel to answer (a second or more a build where the compile cache is empty).
+COMPILING = frozenset({"sass", "occupancy", "loop", "addresses", "launch"})
 
 
 def query(text: str, rec: records.Record):

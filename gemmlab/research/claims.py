@@ -75,7 +75,7 @@ from pathlib import Path
 
 from .. import records
 from . import figures
-from .claim_queries import VERBS, ClaimError, query  # noqa: F401  (the queries a condition uses)
+from .claim_queries import COMPILING, VERBS, ClaimError, query  # noqa: F401  (the queries a condition uses)
 
 ROOT = Path(__file__).resolve().parents[2]
 CLAIM = re.compile(r"<!--\s*claim\s+([0-9a-f]{6}|\?+)\s*:\s*(.*?)\s*-->", re.S)
@@ -207,8 +207,18 @@ def claims(text: str) -> list[tuple[str, str, str]]:
     return [(m.group(1), m.group(2), sentence_at(text, m.start())) for m in CLAIM.finditer(text)]
 
 
-def check(text: str, record: records.Record | None = None) -> list[str]:
-    """One line per claim marker that is false, cannot be evaluated, or whose sentence changed."""
+def compiles(condition: str) -> bool:
+    """Whether evaluating the condition compiles a kernel (a query whose verb is in claim_queries.COMPILING)."""
+    sides = [side for clause in condition.split(" and ") if (m := _CLAUSE.match(clause.strip()))
+             for side in (m.group(1), m.group(3))]
+    return any(part.split()[0] in COMPILING for side in sides
+               for part in _ARITH.split(f" {side} ")[::2] if part.split())
+
+
+def check(text: str, record: records.Record | None = None, compiling: bool | None = None) -> list[str]:
+    """One line per claim marker that is false, cannot be evaluated, or whose sentence changed. `compiling`:
+    True evaluates only the conditions that compile a kernel, False only the others (every stamp is checked
+    either way), None all of them."""
     rec = record if record is not None else records.latest()
     problems = []
     for written, condition, sentence in claims(text):
@@ -216,6 +226,8 @@ def check(text: str, record: records.Record | None = None) -> list[str]:
             problems.append(f"the sentence or its condition changed since the claim was stamped: read the "
                             f"condition again, then `python -m gemmlab.research.claims --stamp FILE`: \"{sentence}\" "
                             f"[{condition}]")
+            continue
+        if compiling is not None and compiles(condition) != compiling:
             continue
         try:
             if not holds(condition, rec):

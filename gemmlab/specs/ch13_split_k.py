@@ -93,10 +93,21 @@ def _store_twins(p, pr) -> list:
     return [{**p, "STAGE_C": 1 - p["STAGE_C"]}] if pr.ldc % 4 else []
 
 
+TILE_SIDES = (32, 64, 128, 256)      # BM's and BN's values
+
+
+def _smaller_tiles(p, pr) -> str:
+    """The way out of 'tile-fits': smaller tiles where some fit, another kernel where none does."""
+    if pr.M < TILE_SIDES[0] or pr.N < TILE_SIDES[0]:
+        return (f"No tile of this kernel fits (the smallest is {TILE_SIDES[0]} x {TILE_SIDES[0]}): use a kernel "
+                f"that checks its edges, such as chapter 12's")
+    return f"Pick smaller tiles (BM, BN), down to {TILE_SIDES[0]} x {TILE_SIDES[0]}"
+
+
 SHAPE_RULES = (
     ShapeRule("tile-fits", lambda p, pr: pr.M >= p["BM"] and pr.N >= p["BN"],
               lambda p, pr: (f"its edge tiles are moved back inside C instead of checked, so C must be at least one "
-                             f"tile of {p['BM']} x {p['BN']}: got {pr.M} x {pr.N}. Pick smaller tiles (BM, BN)")),
+                             f"tile of {p['BM']} x {p['BN']}: got {pr.M} x {pr.N}. {_smaller_tiles(p, pr)}")),
     ShapeRule("k-whole-tile", lambda p, pr: pr.K >= p["BK"] or not _repeats_copies(p),
               lambda p, pr: (f"with SPREAD={p['SPREAD']}, the copies past a block's last K tile repeat it as a whole "
                              f"tile, and K={pr.K} is shorter than one (BK={p['BK']}): they would read outside A "
@@ -111,8 +122,8 @@ SPEC = KernelSpec(
     technique="edge tiles moved inside C and K's remainder zero-filled (no checked copies), small tiles, and every "
               "tile split along K, the pieces summed from a workspace by the last to arrive",
     params=(
-        Param("BM", (32, 64, 128, 256), 64, "rows of the block's C tile", slider=(32, 64, 128)),
-        Param("BN", (32, 64, 128, 256), 64, "columns of the block's C tile", slider=(64, 128)),
+        Param("BM", TILE_SIDES, 64, "rows of the block's C tile", slider=(32, 64, 128)),
+        Param("BN", TILE_SIDES, 64, "columns of the block's C tile", slider=(64, 128)),
         Param("BK", (8, 16, 32), 16, "K step: depth of one pipeline stage", slider=(16,)),
         Param("WM", (32, 64), 32, "rows of a warp's C tile (sub-tiles of 16 rows)", slider=(32,)),
         Param("WN", (32, 64), 32, "columns of a warp's C tile (sub-tiles of 32 columns)", slider=(32, 64)),
