@@ -127,7 +127,7 @@ class Launch:
             out.append(f"the tiles cover {self.tiles * rows * cols:,} elements for C's {p.M * p.N:,}: "
                        f"{1 - self.covered:.0%} of the work lies outside C")
         if self.spec.k_tile and self.piece_steps < SHORT_K_STEPS:
-            out.append(f"each block runs {self.piece_steps} steps of {self.spec.k_tile(self.params)} along K: filling and "
+            out.append(f"each block runs {counted(self.piece_steps, 'step')} of {self.spec.k_tile(self.params)} along K: filling and "
                        f"draining the pipeline is a large part of so short a loop")
         return out
 

@@ -91,7 +91,8 @@ def test_the_support_matrix_names_each_refusal():
 def test_every_kernel_at_its_defaults_runs_on_every_architecture_but_the_cp_async_ones_on_sm_75():
     """What chapter 00's table shows (its exact register counts are the compiler's and are not compared).
     Read from the shipped table, as the chapter does: tests/test_support.py's slow test compiles it all
-    anew and compares, and tests/test_compile.py compiles every kernel's defaults for every architecture."""
+    anew and compares, and tests/test_compile_matrix.py (slow) compiles every kernel's defaults for every
+    architecture."""
     for row in support.table().rows:
         for cell in row:
             needs_cp_async = bool(registry.get(cell.kernel).arch_rules)

@@ -98,3 +98,13 @@ def test_a_c_smaller_than_every_tile_is_sent_to_another_kernel_not_to_smaller_ti
         spec.check_shape(spec.resolve({}), Problem(1, 1, 1))
     with pytest.raises(UnsupportedShape, match=r"Pick smaller tiles \(BM, BN\), down to 32 x 32"):
         spec.check_shape(spec.resolve({}), Problem(40, 1000, 100))
+
+
+def test_a_runner_up_whose_launch_cuts_fewer_pieces_than_its_split_says_so():
+    """At 4096^3 chapter 13's SPLIT values all run as one piece and are priced alike: the runner-up's label says
+    what runs, where it names more pieces than its launch cuts."""
+    text = str(dispatch.plan(4096, 4096, 4096))
+    (line,) = [ln for ln in text.splitlines() if ln.strip().startswith("next best")]
+    entry = next(part for part in line.split("; ") if "13_split_k" in part)
+    assert "SPLIT=" not in entry or "run as 1 piece)" in entry
+    assert "run as" not in next(part for part in line.split("; ") if "10_issue_rate" in part)

@@ -214,9 +214,18 @@ class Plan:
                     f" for the same {self.pad_n} columns, against the choice's launch alone" if self.pad_n else
                     f" for the same {self.pad_m} rows, against the choice's launch alone" if self.pad_m else "")
             lines.append(f"  next best{same}: " + "; ".join(
-                f"{o.label} {o.predicted_us:,.1f} us (+{o.predicted_us / c.predicted_us - 1:.0%})" for o in self.others))
+                f"{_as_run(o)} {o.predicted_us:,.1f} us (+{o.predicted_us / c.predicted_us - 1:.0%})" for o in self.others))
         lines += [f"  cannot run it: {r}" for r in self.refused]
         return "\n".join(lines)
+
+
+def _as_run(option: Option) -> str:
+    """An option's label, saying how many pieces its launch cuts where that is fewer than its SPLIT (the SPLIT values
+    that run alike are priced alike, and the label that sorts first is shown)."""
+    ch = option.launch
+    if not ch.spec.k_split_why(ch.params, ch.problem):
+        return option.label
+    return f"{option.label[:-1]}, run as {counted(ch.k_split, 'piece')})"
 
 
 def _part_size(part: Part) -> str:
