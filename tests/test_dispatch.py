@@ -199,7 +199,7 @@ def test_the_plan_names_which_of_its_two_times_it_predicts(shape):
 
 
 def test_a_split_configuration_that_runs_fewer_pieces_says_why():
-    """SPLIT=12 in a plan's configuration is the most pieces: where the launch cuts fewer, its reasons say why."""
+    """SPLIT=12 in a plan's configuration asks for up to 12 pieces: where the launch cuts fewer, its reasons say why."""
     p = dispatch.plan_for(Problem(3000, 3000, 3000), H100, "H100")
     launch = p.choice.launch
     why = launch.spec.k_split_why(launch.params, launch.problem)

@@ -108,3 +108,13 @@ def test_a_runner_up_whose_launch_cuts_fewer_pieces_than_its_split_says_so():
     entry = next(part for part in line.split("; ") if "13_split_k" in part)
     assert "SPLIT=" not in entry or "run as 1 piece)" in entry
     assert "run as" not in next(part for part in line.split("; ") if "10_issue_rate" in part)
+
+
+def test_a_call_of_several_launches_is_rated_over_all_of_them():
+    """2^31 - 1 rows make 4,097 launches, each priced alike: the rate is the whole call's FLOPs over all of them,
+    not over one (which read 234 TFLOP/s, over three times the FP32 peak)."""
+    p = dispatch.plan(2**31 - 1, 1, 1)
+    first = str(p).splitlines()[0]
+    assert p.launches == 4097 and f"for each of {p.launches:,} launches" in first
+    rate = float(first.rsplit("(", 1)[1].split()[0])
+    assert rate == pytest.approx(p.problem.flops / (p.predicted_us * p.launches * 1e-6) / 1e12, abs=0.05) and rate < 1

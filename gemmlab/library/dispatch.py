@@ -202,10 +202,11 @@ class Plan:
 
     def __str__(self) -> str:
         p, c, total = self.problem, self.choice, self.predicted_us
-        predicted = ("no prediction" if math.isnan(total) else
-                     f"predicted {total:,.1f} us ({p.flops / (total * 1e-6) / 1e12:.1f} TFLOP/s)")
-        each = f" for each of {self.launches} launches" if self.launches > 1 else ""
-        lines = [f"{p.M} x {p.N} x {p.K}: {self.label}, {predicted}{each}",
+        # the whole call's FLOPs over every launch's time (a call of several launches is priced one launch at a time)
+        rate = "" if math.isnan(total) else f" ({p.flops / (total * self.launches * 1e-6) / 1e12:.1f} TFLOP/s)"
+        each = f" for each of {self.launches:,} launches" if self.launches > 1 else ""
+        predicted = "no prediction" if math.isnan(total) else f"predicted {total:,.1f} us{each}{rate}"
+        lines = [f"{p.M} x {p.N} x {p.K}: {self.label}, {predicted}",
                  f"  {self.basis}",
                  f"  grid {c.launch.grid}, {c.launch.block[0]} threads a block",
                  *(f"  - {r}" for r in self.reasons())]

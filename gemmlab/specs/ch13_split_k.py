@@ -51,7 +51,7 @@ def _fewer_pieces(p, pr) -> str:
     if pieces >= p["SPLIT"]:
         return ""
     tiles = _tiles(p, pr)
-    head = f"SPLIT={p['SPLIT']} is the most pieces; here {pieces}: "
+    head = f"SPLIT={p['SPLIT']} asks for up to {p['SPLIT']} pieces; here {pieces}: "
     if tiles > ARRIVALS:
         return head + f"{tiles:,} tiles, more than the {ARRIVALS:,} the kernel counts arrivals for"
     if _room(p, pr) <= pieces:
