@@ -22,7 +22,7 @@ def record():
     return records.latest()
 
 
-# The claims a compile answers (a kernel's SASS, registers, occupancy: seconds a build with an empty compile
+# The claims a compile answers (a kernel's SASS, registers, occupancy, launches: seconds a build with an empty compile
 # cache) are the heavy tier's; the fast tier checks every other claim, and every claim's stamp.
 @pytest.mark.parametrize("path", PROSE + DOCS, ids=lambda p: p.name)
 def test_every_claim_holds(path, record):
