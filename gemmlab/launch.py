@@ -77,9 +77,14 @@ class Launch:
         return split_time(self.tiles * self.k_split, self.k_steps, self.slots, self.pieces, self.split_tiles)
 
     @property
+    def waves(self) -> float:
+        """Blocks per block slot: the launch's blocks (tiles times pieces) over its slots."""
+        return self.tiles * self.k_split / self.slots
+
+    @property
     def slot_use(self) -> float:
         """Share of the block slots' time spent on tiles: 1 when the last wave is full."""
-        return self.tiles * self.k_split / self.slots / self.wave_time
+        return self.waves / self.wave_time
 
     @property
     def piece_steps(self) -> int:
@@ -142,7 +147,7 @@ class Launch:
             f"{counted(self.blocks, 'block')} for {self.slots} slots, {counted(self.tiles, 'tile')} of {rows} x {cols}"
             + (f", the last {self.split_tiles} split in {self.pieces} along K" if self.split_tiles else "")
             + (f", each split in {self.k_split} along K ({self.piece_steps} K steps a piece)" if self.k_split > 1 else ""),
-            f"  waves: {per_slot(self.tiles * self.k_split / self.slots)} blocks per slot, {share(self.slot_use)} of the slots' "
+            f"  waves: {per_slot(self.waves)} blocks per slot, {share(self.slot_use)} of the slots' "
             f"time busy; {counted(self.k_steps, 'K step')} a tile; {self.covered:.0%} of the tiles' area inside C",
             f"  operands {self.operand_bytes / 1e6:,.1f} MB ({'within' if self.operand_bytes <= self.l2_bytes else 'over'} "
             f"the {self.l2_bytes / 2**20:.0f} MiB L2); {self.intensity:.3g} FLOPs per byte against a ridge of "

@@ -149,13 +149,13 @@ class Plan:
         whole = split_time(ch.tiles, ch.k_steps, ch.slots, ch.pieces, 0)
         each = f", each split in {ch.k_split} along K, a block a piece" if ch.k_split > 1 else ""
         waves = (f"waves: {counted(ch.tiles, 'tile')} of {rows} x {cols}{each} on {ch.slots:,} block slots "
-                 f"({ch.sm_count} SMs x {ch.blocks_per_sm}), {per_slot(ch.tiles * ch.k_split / ch.slots)} blocks per slot: "
+                 f"({ch.sm_count} SMs x {ch.blocks_per_sm}), {per_slot(ch.waves)} blocks per slot: "
                  f"{share(ch.slot_use)} of the slots' time busy")
         if ch.split_tiles:
             waves += (f"; the last {ch.split_tiles:,} tiles are split in {ch.pieces} along K "
                       f"({ch.tiles / ch.slots / whole:.0%} busy without the split)")
         k_tile = ch.spec.k_tile(ch.params)
-        k_block = (f"K per block: {ch.k_steps:,} step{'s' if ch.k_steps != 1 else ''} of {k_tile}" +
+        k_block = (f"K per block: {counted(ch.k_steps, 'step')} of {k_tile}" +
                    (f", about {-(-ch.k_steps // ch.pieces):,} for each piece of a split tile" if ch.split_tiles else
                     f", {ch.piece_steps:,} for each of a tile's {ch.k_split} pieces" if ch.k_split > 1 else ""))
         fewer = ch.spec.k_split_why(ch.params, ch.problem)

@@ -214,7 +214,7 @@ def _launch(args: list[str], rec: records.Record):
     dev = rec.device
     per_sm = compile_kernel(spec, full, dev["arch"]).occupancy.blocks_per_sm
     l = launch.launch_with(spec, full, problem, dev, per_sm, dev["name"])
-    fields = {"tiles": l.tiles, "slots": l.slots, "blocks": l.blocks, "waves": l.tiles * l.k_split / l.slots,
+    fields = {"tiles": l.tiles, "slots": l.slots, "blocks": l.blocks, "waves": l.waves,
               "last_wave": l.tiles * l.k_split % l.slots, "slot_use": l.slot_use, "wave_time": l.wave_time,
               "split_tiles": l.split_tiles, "pieces": l.pieces, "k_steps": l.k_steps, "k_split": l.k_split,
               "fast_tiles": l.fast_tiles, "covered": l.covered, "intensity": l.intensity, "ridge": l.ridge,
