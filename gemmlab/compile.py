@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -256,6 +257,35 @@ def inputs(spec: KernelSpec, params: Params, arch: str, source: Path | None = No
     return text, {name: path.read_bytes() for name, path in included.items()}, _options(params, arch)
 
 
+def _entry(name: str, arch: str, text: bytes, headers: dict[str, bytes], options: list[str], compiler) -> Path:
+    """A build's cache entry (its files add .cubin, .log, .json). The key is what decides the cubin, so two
+    checkouts of the same sources share cache entries."""
+    key = hashlib.sha256(json.dumps([text.hex(), {n: h.hex() for n, h in headers.items()}, options, compiler])
+                         .encode()).hexdigest()[:24]
+    return cache_dir() / f"{name}-{arch}-{key}"
+
+
+def built(kernel: str | KernelSpec, params: Params | None = None, arch: str = DEFAULT_ARCH,
+          disassembled: bool = False) -> bool:
+    """Whether compile_kernel finds this build in the cache (and, with `disassembled`, its SASS text beside it), so
+    asking for it costs no compile. A configuration refused by rule counts as built: there is nothing to build."""
+    try:
+        spec = kernel if isinstance(kernel, KernelSpec) else registry.get(kernel)
+        full = spec.resolve(params)
+        spec.check_arch(full, archs.get(arch))
+    except Exception:          # an unknown kernel, refused by rule, or an unknown architecture: compile_kernel says which
+        return True
+    try:
+        text, headers, options = inputs(spec, full, arch, None)
+        entry = _entry(spec.name, arch, text, headers, options, toolchain.nvrtc_build())
+    except Exception:          # no NVRTC, an unreadable source: the compile says what is wrong
+        return False
+    cubin_path = entry.with_suffix(".cubin")
+    if not entry.with_suffix(".json").exists() or not cubin_path.exists():
+        return False
+    return not disassembled or sass.kept(cubin_path)
+
+
 def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch: str = DEFAULT_ARCH,
                    use_cache: bool = True, source: Path | None = None, prebuilt: bool = False) -> Build:
     """Check the rules, then compile (or fetch from the cache). Raises IllegalConfig before
@@ -273,10 +303,7 @@ def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch:
         shipped_key = shipped_cubins.source_key(text, headers, options)
         shipped = shipped_cubins.find(spec.name, arch, shipped_key)
     compiler = shipped["nvrtc"] if shipped else toolchain.nvrtc_build()
-    # The key: what decides the cubin, so two checkouts of the same sources share cache entries.
-    key = hashlib.sha256(json.dumps([text.hex(), {n: h.hex() for n, h in headers.items()}, options, compiler])
-                         .encode()).hexdigest()[:24]
-    entry = cache_dir() / f"{spec.name}-{arch}-{key}"
+    entry = _entry(spec.name, arch, text, headers, options, compiler)
     cubin_path, log_path, res_path = (entry.with_suffix(s) for s in (".cubin", ".log", ".json"))
     found = _read_entry(cubin_path, log_path, res_path) if use_cache else None
     if not found and shipped:
@@ -309,29 +336,36 @@ def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch:
     return Build(spec.name, full, arch, cubin_path, log, resources, compiler, found is not None, shipped is not None)
 
 
-def _warm(job: tuple[str, dict | None, str]) -> None:
+def _warm(job: tuple[str, dict | None, str], disassemble: bool = False) -> None:
     try:
-        compile_kernel(*job)
+        build = compile_kernel(*job)
+        if disassemble:
+            sass.disassemble(build)
     except Exception:   # left for the caller's own compile_kernel to raise, with its message
         pass
 
 
-def precompile(jobs: list[tuple[str, dict | None, str]], progress: bool = False) -> None:
+def precompile(jobs: list[tuple[str, dict | None, str]], progress: bool = False, disassemble: bool = False) -> None:
     """Fill the compile cache for many (kernel name, params, arch) at once, one worker process per
-    core (see _ONE_COMPILE_AT_A_TIME for why not threads). Compile errors are not raised here: the
-    caller's compile_kernel of the same job raises them (or finds the cubin in the cache)."""
-    unique = list({json.dumps(job, sort_keys=True): job for job in jobs}.values())
+    core (see _ONE_COMPILE_AT_A_TIME for why not threads), each build's SASS text too with `disassemble`.
+    Builds already in the cache are skipped; with `progress`, a bar counts the rest (none where nothing is
+    left to build). Compile errors are not raised here: the caller's compile_kernel of the same job raises them."""
+    unique = [job for job in {json.dumps(job, sort_keys=True): job for job in jobs}.values()
+              if not built(*job, disassembled=disassemble)]
+    if not unique:
+        return
+    from tqdm.auto import tqdm
+    warm = functools.partial(_warm, disassemble=disassemble)
     workers = min(os.cpu_count() or 1, len(unique))
     if workers <= 1:
-        for job in unique:
-            _warm(job)
+        for job in tqdm(unique, desc="compile", disable=not progress):
+            warm(job)
         return
     cache_dir()           # an unusable cache (files.UnusableDirectory) said here, before any worker starts
     import multiprocessing
     import signal
     from concurrent.futures import ProcessPoolExecutor
 
-    from tqdm.auto import tqdm
     # spawn, not fork: the parent may hold CUDA state or threads (a notebook's kernel)
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_sigint)
     # Ctrl-C is the parent's to answer: the workers are started with SIGINT blocked (a terminal sends it to them
@@ -344,7 +378,7 @@ def precompile(jobs: list[tuple[str, dict | None, str]], progress: bool = False)
         if main:
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            done = pool.map(_warm, unique)         # submits every job: every worker is started here
+            done = pool.map(warm, unique)          # submits every job: every worker is started here
         finally:
             if main:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})   # a held Ctrl-C is raised here

@@ -19,7 +19,8 @@ from .spec import KernelSpec, Params, Problem, split_time
 # Below this share of the block slots kept busy, or of the blocks on the fast copy path, or of the
 # tiles' area inside C, a finding is reported: a few percent is noise next to the rest.
 WORTH_SAYING = 0.95
-# A block's K loop this short spends a large part of its time filling and draining its pipeline.
+# A block's K loop this short spends a large part of its time on what lies outside it: its first copies (a
+# pipeline's filling), the last steps' wait, the stores of C.
 SHORT_K_STEPS = 16
 
 
@@ -131,9 +132,11 @@ class Launch:
         if self.covered < WORTH_SAYING:
             out.append(f"the tiles cover {self.tiles * rows * cols:,} elements for C's {p.M * p.N:,}: "
                        f"{1 - self.covered:.0%} of the work lies outside C")
-        if self.spec.k_tile and self.piece_steps < SHORT_K_STEPS:
-            out.append(f"each block runs {counted(self.piece_steps, 'step')} of {self.spec.k_tile(self.params)} along K: filling and "
-                       f"draining the pipeline is a large part of so short a loop")
+        # (a kernel that streams an operand, chapter 12's, has no tile loop: its K is split over the threads, or held whole)
+        if self.spec.k_tile and not registry.model(self.spec).streams and self.piece_steps < SHORT_K_STEPS:
+            out.append(f"each block runs {counted(self.piece_steps, 'step')} of {self.spec.k_tile(self.params)} along K: "
+                       f"what a block does outside its K loop (its first copies, its stores of C) is a large part "
+                       f"of so short a loop")
         return out
 
     def __str__(self) -> str:

@@ -14,24 +14,44 @@ from . import files, toolchain
 _INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
 
 
+def _head(cubin_path: Path) -> str:
+    """What the kept text of a cubin is headed by: the cubin's hash and the nvdisasm it came from."""
+    tool = toolchain.nvdisasm()
+    stat = tool.stat()
+    return f"{hashlib.sha256(cubin_path.read_bytes()).hexdigest()} {tool} {stat.st_size} {stat.st_mtime_ns}"
+
+
+def _kept_text(cubin_path: Path, head: str) -> str | None:
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        first, _, text = cubin_path.with_suffix(".sass").read_text().partition("\n")
+        if first == head:
+            return text
+    return None
+
+
+def kept(cubin_path: Path) -> bool:
+    """Whether this cubin's SASS text is kept beside it, from this nvdisasm: disassembling it costs no nvdisasm run."""
+    try:
+        return _kept_text(cubin_path, _head(cubin_path)) is not None
+    except Exception:     # no nvdisasm, or the cubin unreadable: whoever disassembles it says why
+        return False
+
+
 @functools.lru_cache(maxsize=512)   # a cubin's path names its content (the compile cache key)
 def _disassemble(cubin_path: Path) -> str:
     # nvdisasm takes about a second for a large kernel, and a chapter, its exercise and its claims ask for the
     # same builds from processes of their own: the text is kept beside the cubin, headed by the cubin's hash
     # and the nvdisasm it came from, so a rebuilt cubin or another nvdisasm is disassembled anew.
     tool = toolchain.nvdisasm()
-    stat = tool.stat()
-    head = f"{hashlib.sha256(cubin_path.read_bytes()).hexdigest()} {tool} {stat.st_size} {stat.st_mtime_ns}"
-    kept = cubin_path.with_suffix(".sass")
-    with contextlib.suppress(OSError, UnicodeDecodeError):
-        first, _, text = kept.read_text().partition("\n")
-        if first == head:
-            return text
+    head = _head(cubin_path)
+    text = _kept_text(cubin_path, head)
+    if text is not None:
+        return text
     result = subprocess.run([str(tool), "-c", str(cubin_path)], capture_output=True, text=True)
     if result.returncode:
         raise RuntimeError(f"nvdisasm failed: {result.stderr.strip()}")
     with contextlib.suppress(OSError):        # only a cache: a folder we cannot write leaves it out
-        files.write_atomic(kept, f"{head}\n{result.stdout}")
+        files.write_atomic(cubin_path.with_suffix(".sass"), f"{head}\n{result.stdout}")
     return result.stdout
 
 

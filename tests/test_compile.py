@@ -189,3 +189,24 @@ def test_the_disassembly_is_kept_beside_the_cubin_and_redone_when_the_cubin_chan
         sass._disassemble.cache_clear()
         assert sass.disassemble(build) == other_text
     assert len(runs) == 4
+
+
+def test_precompile_builds_only_what_is_missing_with_a_bar_and_its_sass_on_request(tmp_path, monkeypatch, capsys):
+    """A lesson that compiles several builds asks precompile first: a bar counts the builds still to make (and
+    disassemble), on one core or several, and where every one is in the cache nothing runs and no bar shows."""
+    from gemmlab import compile as compiler
+    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
+    jobs = [("01_naive", {"BLOCK_M": 64, "BLOCK_N": 4}, "sm_90"), ("01_naive", {"BLOCK_M": 32, "BLOCK_N": 8}, "sm_90"),
+            ("03_coalescing", {"TILE": 64, "OUTPUTS": 2}, "sm_90")]          # the last is refused by rule
+    assert not compiler.built(*jobs[0]) and compiler.built(*jobs[2]), "a refused build has nothing to build"
+    compile_kernel(*jobs[0])
+    assert compiler.built(*jobs[0]) and not compiler.built(*jobs[0], disassembled=True)
+    monkeypatch.setattr(compiler.os, "cpu_count", lambda: 1)       # the one-core path, in this process
+    compiler.precompile(jobs, progress=True, disassemble=True)
+    err = capsys.readouterr().err
+    assert "compile" in err and "2/2" in err, f"a bar over the two builds still to make: {err!r}"
+    assert all(compiler.built(*job, disassembled=True) for job in jobs)
+    warmed = []
+    monkeypatch.setattr(compiler, "_warm", lambda *a, **k: warmed.append(a))
+    compiler.precompile(jobs, progress=True, disassemble=True)
+    assert warmed == [] and capsys.readouterr().err == "", "nothing left to build: no work, no bar"

@@ -50,6 +50,17 @@ def test_a_small_grid_and_a_skinny_product_are_named():
     assert not plan.launch(4096, 4096, 4096).intensity < plan.launch(4096, 4096, 4096).ridge
 
 
+def test_a_short_k_loop_is_named_for_tiled_kernels_only():
+    """A tiled kernel's block of few K steps spends much of its time outside its loop; chapter 12's streaming
+    kernel has no tile loop (K is split over its threads, or held whole at a small K), so it is not told so."""
+    tiled = plan.launch(4096, 4096, 64, kernel="05_register_tiling")
+    (finding,) = [f for f in tiled.findings() if "along K" in f]
+    assert finding.startswith(f"each block runs {tiled.piece_steps} steps of ") and "outside its K loop" in finding
+    assert not [f for f in plan.launch(4096, 4096, 4096, kernel="05_register_tiling").findings() if "along K" in f]
+    streaming = plan.launch(4096, 4096, 27, kernel="12_skinny", params={"SIDE": 2, "EDGE": 8, "UNROLL": 2})
+    assert not [f for f in streaming.findings() if "along K" in f]
+
+
 def test_a_split_last_wave_is_counted_as_the_launcher_plans_it():
     whole = plan.launch(6144, 6144, 6144)
     split = plan.launch(6144, 6144, 6144, params={"SPLIT": 4})

@@ -74,6 +74,21 @@ def test_saved_outputs_carry_no_progress_bar_and_no_undated_label(path):
     assert "measured now on" not in path.read_text()
 
 
+def test_a_progress_bar_is_told_from_a_cells_output_and_nbval_compares_without_it():
+    """A cell that compiles shows tqdm's bar only while something is left to build: a chapter run with an empty
+    compile cache has outputs a warm run lacks. nbval (through the checkout's conftest.py) compares both without."""
+    from nbformat.v4 import new_output
+    from nbval.plugin import IPyNbCell
+    from gemmlab.research.notebooks import is_progress
+    widget = new_output("display_data", {"text/plain": "compile:   0%|          | 0/4 [00:00<?, ?it/s]",
+                                         "application/vnd.jupyter.widget-view+json": {"model_id": "x"}})
+    text = new_output("stream", name="stderr", text="compile: 100%|##########| 4/4 [00:06<00:00,  1.6s/it]\n")
+    table = new_output("display_data", {"text/plain": "<IPython.core.display.Markdown object>",
+                                        "text/markdown": "| step | TFLOP/s |\n|---|---|\n| 1 | 50% |"})
+    assert is_progress(widget) and is_progress(text) and not is_progress(table)
+    assert getattr(IPyNbCell.compare_outputs, "drops_progress", False), "conftest.py wraps nbval's comparison"
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_the_kernel_is_named_as_jupyterlab_names_it(path):
     """JupyterLab renames a kernelspec it does not recognise on opening, and marks the notebook

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import pictures, registry, sass
-from ..compile import compile_kernel
+from ..compile import compile_kernel, precompile
 from .display import markdown, table
 
 
@@ -12,6 +12,7 @@ def show_copy_placement(name: str, arch: str = "sm_90") -> None:
     FFMA, and a strip of the whole loop, one tick per instruction."""
     spec = registry.get(name)
     rows, strips = [], []
+    precompile([(spec.name, full, arch) for full in spec.step_configs()[-2:]], progress=True, disassemble=True)
     for full in spec.step_configs()[-2:]:
         ops = sass.hot_region(compile_kernel(spec, full, arch))
         barrier = next(i for i, op in enumerate(ops) if op.startswith("BAR"))

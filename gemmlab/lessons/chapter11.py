@@ -3,7 +3,7 @@ and table against cuBLAS."""
 from __future__ import annotations
 
 from .. import campaigns, config_plots, launch, pictures, plots, records, registry, results
-from ..compile import compile_kernel
+from ..compile import DEFAULT_ARCH, compile_kernel, precompile
 from ..spec import Problem
 from .models import waves
 from .display import markdown, table
@@ -18,6 +18,7 @@ def show_last_wave(name: str, M: int = 6144, N: int = 6144, K: int = 6144, slots
     full = spec.resolve(params)
     problem = Problem(M, N, K)
     if slots is None:
+        precompile([(spec.name, full, DEFAULT_ARCH)], progress=True)     # its occupancy: seconds to compile, once
         per_sm = compile_kernel(spec, full).occupancy.blocks_per_sm
         slots, how = sm_count * per_sm, f"{sm_count} SMs x {per_sm} block(s) per SM (the build's occupancy)"
     else:

@@ -3,6 +3,7 @@ picks among every chapter's kernels)."""
 from __future__ import annotations
 
 from .. import launch, records, registry, results
+from ..compile import precompile
 from .chapter12 import fastest_at_regime_shapes
 from .display import markdown, table
 
@@ -29,7 +30,10 @@ def show_split_regime() -> None:
     spec = _split_kernel()
     rec = results.record()
     rows = []
-    for shape, best in fastest_at_regime_shapes(rec, spec).items():
+    fastest = fastest_at_regime_shapes(rec, spec)
+    arch = results.here().device()["arch"]     # what launch.launch compiles for: each build's occupancy
+    precompile([(spec.name, best["params"], arch) for best in fastest.values()], progress=True)
+    for shape, best in fastest.items():
         shown = launch.launch(*shape, kernel=spec, params=best["params"])
         rows.append([records.shape_label(shape), spec.changes_label(best["params"]) or "defaults",
                      f"{shown.tiles:,} x {shown.k_split}",

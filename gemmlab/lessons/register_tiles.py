@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from .. import pictures, registry, sass, results
-from ..compile import compile_kernel
+from ..compile import DEFAULT_ARCH, compile_kernel, precompile
 from .models import ffma_order, owned, owner_grid, reused_operands, shared_loads, shared_supported
 from .display import beside_cells, beside_header, beside_note, markdown, table
 
@@ -33,11 +33,11 @@ def show_unroll_study(name: str, tunable: str = "UNROLL", **params) -> None:
     sliders offer (no GPU needed). The 'inner loop' columns count the innermost loop that holds
     the FFMAs (sass.hot_region)."""
     spec = registry.get(name)
+    configs = [cfg for cfg in ({**params, tunable: value} for value in spec.tunable(tunable).offered) if spec.is_legal(cfg)]
+    precompile([(spec.name, cfg, DEFAULT_ARCH) for cfg in configs], progress=True, disassemble=True)
     rows = []
-    for value in spec.tunable(tunable).offered:
-        cfg = {**params, tunable: value}
-        if not spec.is_legal(cfg):
-            continue
+    for cfg in configs:
+        value = cfg[tunable]
         build = compile_kernel(spec, cfg)
         hot = sass.hot_region(build)
         ffma = sum(op.startswith("FFMA") for op in hot)
@@ -69,6 +69,8 @@ def show_steps(name: str, size: int = 4096, operands: bool = True, profile: tupl
     spec = registry.get(name)
     src = results.here()
     stalls = {json.dumps(r["params"], sort_keys=True): r for r in results.record().stalls() if r["kernel"] == spec.name}
+    if operands:        # the steps' builds and their SASS, side by side, with a bar where any is still to make
+        precompile([(spec.name, full, DEFAULT_ARCH) for full in spec.step_configs()], progress=True, disassemble=True)
     rows = []
     for (caption, _), full in zip(spec.steps, spec.step_configs()):
         row = src.result(spec, full, size)

@@ -54,20 +54,21 @@ def setup_cell(nb) -> bool:
     return True
 
 
+def is_progress(out) -> bool:
+    """Whether a cell's output is a progress bar (tqdm's widget, or its text)."""
+    text = out.get("text", "") if out.get("output_type") == "stream" else out.get("data", {}).get("text/plain", "")
+    return bool(_PROGRESS.search("".join(text) if isinstance(text, list) else text))
+
+
 def strip_progress(nb) -> int:
-    """Remove progress-bar outputs (tqdm's widget or text) from a notebook; how many went."""
+    """Remove progress-bar outputs from a notebook; how many went."""
     removed = 0
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        kept = []
-        for out in cell.get("outputs", []):
-            text = out.get("text", "") if out.get("output_type") == "stream" else out.get("data", {}).get("text/plain", "")
-            if _PROGRESS.search("".join(text) if isinstance(text, list) else text):
-                removed += 1
-                continue
-            kept.append(out)
-        cell.outputs = kept
+        outputs = cell.get("outputs", [])
+        cell.outputs = [out for out in outputs if not is_progress(out)]
+        removed += len(outputs) - len(cell.outputs)
     return removed
 
 
