@@ -117,7 +117,7 @@ class Launch:
         if self.slot_use < WORTH_SAYING:
             split = (f", {self.split_tiles} of them split in {self.pieces} along K" if self.split_tiles else
                      f", each split in {self.k_split} along K" if self.k_split > 1 else "")
-            out.append(f"{counted(self.tiles, 'tile')} of {rows} x {cols}{split} for {self.slots} block slots "
+            out.append(f"{counted(self.tiles, 'tile')} of {rows} x {cols}{split} for {self.slots:,} block slots "
                        f"({self.sm_count} SMs x {self.blocks_per_sm}): {share(self.slot_use)} of the slots' time busy")
         if self.fast_tiles is not None and self.fast_tiles < WORTH_SAYING * self.tiles:
             why = []
@@ -147,7 +147,7 @@ class Launch:
             f"{p.M} x {p.N} x {p.K} with {self.spec.name}" + (f" ({changes})" if changes else " (defaults)")
             + f"; {self.gpu}",
             f"  grid {self.grid}, {self.block[0]} threads a block, {self.blocks_per_sm} block(s) per SM: "
-            f"{counted(self.blocks, 'block')} for {self.slots} slots, {counted(self.tiles, 'tile')} of {rows} x {cols}"
+            f"{counted(self.blocks, 'block')} for {self.slots:,} slots, {counted(self.tiles, 'tile')} of {rows} x {cols}"
             + (f", the last {self.split_tiles} split in {self.pieces} along K" if self.split_tiles else "")
             + (f", each split in {self.k_split} along K ({self.piece_steps} K steps a piece)" if self.k_split > 1 else ""),
             f"  waves: {per_slot(self.waves)} blocks per slot, {share(self.slot_use)} of the slots' "

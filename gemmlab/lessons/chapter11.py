@@ -31,14 +31,14 @@ def show_last_wave(name: str, M: int = 6144, N: int = 6144, K: int = 6144, slots
                    waves(spec, full, problem, slots)))
     wave = panels[-1][1]
     rows, cols = spec.tile(full)
-    lines = [f"{M} x {N} x {K} in {rows} x {cols} tiles: {wave.tiles} tiles, {wave.tiles_k} K tiles each; "
-             f"{slots} slots ({how}): {wave.tiles / slots:.2f} waves, the last one "
-             + (f"{wave.last_wave} tiles ({wave.last_wave / slots:.0%} of the slots busy)" if wave.last_wave
+    lines = [f"{M} x {N} x {K} in {rows} x {cols} tiles: {wave.tiles:,} tiles, {wave.tiles_k:,} K tiles each; "
+             f"{slots:,} slots ({how}): {wave.tiles / slots:.2f} waves, the last one "
+             + (f"{wave.last_wave:,} tiles ({wave.last_wave / slots:.0%} of the slots busy)" if wave.last_wave
                 else "full")]
     if spec.split(full) > 1:
-        lines.append(f"SPLIT={spec.split(full)}: the launch splits {wave.split} tiles into {wave.pieces} pieces "
-                     f"each: a grid of {wave.blocks} blocks ({wave.tiles - wave.split} whole tiles, then "
-                     f"{wave.split * wave.pieces} pieces)" if wave.split else
+        lines.append(f"SPLIT={spec.split(full)}: the launch splits {wave.split:,} tiles into {wave.pieces} pieces "
+                     f"each: a grid of {wave.blocks:,} blocks ({wave.tiles - wave.split:,} whole tiles, then "
+                     f"{wave.split * wave.pieces:,} pieces)" if wave.split else
                      f"SPLIT={spec.split(full)}: the launch splits nothing here (splitting would not save 1% of a tile)")
     elif spec.split_flags:
         lines.append("SPLIT=1: the launch never splits; pass SPLIT=4 (say) to see the last wave split along K")
