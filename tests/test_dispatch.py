@@ -185,6 +185,9 @@ def test_the_plan_says_why_feature_by_feature():
     assert "over the 50 MiB L2" in big.reasons()[3]
     tall = dispatch.plan_for(Problem(3 * dispatch.ROWS_PER_LAUNCH + 1, 8, 8), H100, "H100")
     assert tall.launches == 4 and tall.reasons()[-1].startswith("launches:") and "each of 4 launches" in str(tall)
+    if tall.refused:      # each kernel was asked about one launch's rows: the refusal says so, not the call's
+        assert f"cannot run a launch of {dispatch.ROWS_PER_LAUNCH:,} of its rows: " in str(tall)
+        assert "cannot run it:" not in str(tall)
 
 
 @pytest.mark.parametrize("shape", [(46, 24, 1000000), (3000, 3000, 3000), (64, 65536, 64), (4096, 8, 4096)])

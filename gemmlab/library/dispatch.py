@@ -216,7 +216,9 @@ class Plan:
                     f" for the same {self.pad_m} rows, against the choice's launch alone" if self.pad_m else "")
             lines.append(f"  next best{same}: " + "; ".join(
                 f"{_as_run(o)} {o.predicted_us:,.1f} us (+{o.predicted_us / c.predicted_us - 1:.0%})" for o in self.others))
-        lines += [f"  cannot run it: {r}" for r in self.refused]
+        # a call of several launches is planned one launch at a time: a kernel is refused a launch's rows
+        what = f"a launch of {ROWS_PER_LAUNCH:,} of its rows" if self.launches > 1 else "it"
+        lines += [f"  cannot run {what}: {r}" for r in self.refused]
         return "\n".join(lines)
 
 
