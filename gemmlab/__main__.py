@@ -182,15 +182,14 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_tune_matmul(shapes) -> int:
-    """gemmlab.matmul's first-use tuning of each shape's class, ahead of time (library/first_use.py)."""
+    """gemmlab.matmul's first-use tuning, ahead of time (library/first_use.py): of each shape's class on a GPU with no
+    fitted model; on the fitted GPU, of each shape whose best options the model cannot tell apart."""
     from .library import dispatch, first_use
-    gpu = device.facts().name
-    if first_use.has_model(gpu):
-        print(f"{gpu} has a fitted model of its own: gemmlab.matmul plans from it and tunes nothing")
-        return 0
     for shape in shapes:
-        plan = first_use.adjusted(dispatch.plan(*shape))
-        print(f"{'x'.join(map(str, shape))}: {plan.label}")
+        model_plan = dispatch.plan(*shape)
+        plan = first_use.adjusted(model_plan)
+        how = "the model's plan" if plan is model_plan else plan.basis.rsplit("; ", 1)[-1]
+        print(f"{'x'.join(map(str, shape))}: {plan.label} ({how})")
     return 0
 
 
@@ -331,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--size", nargs=3, type=cli_args.positive, metavar=("M", "N", "K"))
     p.set_defaults(fn=cmd_sweep)
     p = sub.add_parser("tune", help="sweep, validate, time and remember the best configuration (GPU); with --matmul, "
-                                    "tune gemmlab.matmul ahead of time on a GPU that has no fitted model")
+                                    "what gemmlab.matmul's first calls of those shapes would tune, ahead of time")
     p.add_argument("kernel", nargs="?", help="a kernel name or chapter number (not with --matmul)")
     p.add_argument("--matmul", nargs="+", type=cli_args.shape, metavar="MxNxK",
                    help="shapes whose classes gemmlab.matmul tunes now (what a first call would do)")

@@ -286,6 +286,19 @@ def built(kernel: str | KernelSpec, params: Params | None = None, arch: str = DE
     return not disassembled or sass.kept(cubin_path)
 
 
+def ready(kernel: str | KernelSpec, params: Params | None = None, arch: str = DEFAULT_ARCH) -> bool:
+    """Whether compile_kernel(..., prebuilt=True) has this build without compiling it: in the cache, or shipped."""
+    try:
+        spec = kernel if isinstance(kernel, KernelSpec) else registry.get(kernel)
+        full = spec.resolve(params)
+        spec.check_arch(full, archs.get(arch))
+        text, headers, options = inputs(spec, full, arch, None)
+    except Exception:          # refused, unreadable: compile_kernel says why
+        return False
+    return (built(spec, full, arch)
+            or shipped_cubins.find(spec.name, arch, shipped_cubins.source_key(text, headers, options)) is not None)
+
+
 def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch: str = DEFAULT_ARCH,
                    use_cache: bool = True, source: Path | None = None, prebuilt: bool = False) -> Build:
     """Check the rules, then compile (or fetch from the cache). Raises IllegalConfig before

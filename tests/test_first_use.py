@@ -1,8 +1,11 @@
 """gemmlab.matmul on a GPU with no fitted model: its first call of a shape's class times the model's best few
 options once, keeps the fastest that is right, remembers it and says so (gemmlab/library/first_use.py).
 The timing is faked here; on a GPU, .ci/matmul-first-use measures the whole of it."""
+import math
+
 import pytest
 
+from gemmlab import bench
 from gemmlab.library import dispatch, first_use
 from gemmlab.spec import Problem
 
@@ -72,3 +75,117 @@ def test_a_reshaped_plan_is_kept_as_it_is(no_model):
     plan = dispatch.plan(4095, 4095, 4095)          # B copied into 16-byte rows
     assert plan.stage_ldb
     assert first_use.adjusted(plan, timer=lambda options: pytest.fail("timed")) is plan
+
+
+@pytest.fixture
+def fitted(tmp_path, monkeypatch):
+    """The fitted GPU (no GPU here: the record's, which has its model), a store in tmp_path, every build at hand."""
+    from gemmlab import compile as compiler
+    monkeypatch.setattr(first_use, "_gpu_key", lambda: "NVIDIA H100 80GB HBM3|driver 13000|gemmlab 0.1.0")
+    monkeypatch.setattr(first_use, "_store_path", lambda: tmp_path / first_use.STORE_NAME)
+    monkeypatch.setattr(first_use, "_adjusted", {})
+    monkeypatch.setattr(compiler, "ready", lambda *args: True)
+    return tmp_path / first_use.STORE_NAME
+
+
+def _near_ties(plan):
+    """The options a first call times: those the model prices within TIE of the plan's, one a configuration."""
+    return [o for o in first_use._ranked(plan, True, plan.choice.launch.problem)
+            if o.predicted_us <= plan.choice.predicted_us * (1 + first_use.TIE)][:first_use.CANDIDATES]
+
+
+def test_on_the_fitted_gpu_a_small_calls_near_ties_are_timed_once_for_the_shape(fitted, capsys):
+    """Where the model prices a small call's best options within TIE of each other (it is most often wrong
+    there), its first call times them, keeps the fastest that is right, quietly, and remembers it for that shape."""
+    plan = dispatch.plan(119, 26146, 121)
+    near = _near_ties(plan)
+    assert len(near) >= 2 and plan.predicted_us < first_use.TIE_BREAK_US, "this shape has near ties to time"
+    timed = []
+
+    def timer(options):
+        timed.append(options)
+        return [float(len(options) - i) for i in range(len(options))]      # the model's last is fastest
+    chosen = first_use.adjusted(plan, timer=timer, checker=lambda o: True)
+    assert [o.label for o in timed[0]] == [o.label for o in near] and timed[0][0].label == plan.choice.label
+    assert chosen.choice.label == near[-1].label != plan.choice.label
+    assert "timed on first use" in chosen.basis and capsys.readouterr().err == "", "quietly"
+    assert "shape 119x26146x121" in fitted.read_text()
+    first_use._adjusted.clear()                    # a new process: the shape is remembered, not timed again
+    again = first_use.adjusted(plan, timer=lambda options: pytest.fail("timed again"))
+    assert again.choice.label == chosen.choice.label
+    other = dispatch.plan(119, 26146, 120)         # another shape: its own first call times its own ties
+    first_use.adjusted(other, timer=timer, checker=lambda o: True)
+    assert len(timed) == (2 if len(_near_ties(other)) >= 2 else 1)
+
+
+def test_on_the_fitted_gpu_a_fast_wrong_option_is_not_kept_and_a_tie_kept_is_the_plan(fitted):
+    plan = dispatch.plan(119, 26146, 121)
+    near = _near_ties(plan)
+    chosen = first_use.adjusted(plan, timer=lambda options: [2.0] + [1.0] * (len(options) - 1),
+                                checker=lambda o: o.label == plan.choice.label)
+    assert chosen is plan, "every faster option was wrong: the model's choice stays, the plan as it was"
+    assert len(near) >= 2
+
+
+def test_on_the_fitted_gpu_long_calls_calls_in_parts_and_options_not_at_hand_keep_the_plan(fitted, monkeypatch):
+    from gemmlab import compile as compiler
+    never = dict(timer=lambda options: pytest.fail("timed"))
+    for shape in ((4096, 4096, 4096), (2049, 2048, 2048)):      # past TIE_BREAK_US; peeled (one row past 2048)
+        plan = dispatch.plan(*shape)
+        assert first_use.adjusted(plan, **never) is plan, shape
+    tall = dispatch.plan(3 * dispatch.ROWS_PER_LAUNCH + 1, 8, 8)
+    assert tall.launches == 4 and first_use.adjusted(tall, **never) is tall
+    plan = dispatch.plan(119, 26146, 121)          # a first call compiles nothing: only the plan's own is at hand
+    monkeypatch.setattr(compiler, "ready", lambda spec, params, arch: params == plan.choice.launch.params)
+    assert first_use.adjusted(plan, **never) is plan
+
+
+def test_on_the_fitted_gpu_a_padded_call_is_tuned_among_its_launchs_options(fitted):
+    plan = dispatch.plan(9722, 24, 4846)           # run 32 columns wide, in a padded buffer
+    assert plan.pad_n == 32 and plan.predicted_us < first_use.TIE_BREAK_US
+    timed = []
+
+    def timer(options):
+        timed.append(options)
+        return [float(len(options) - i) for i in range(len(options))]
+    chosen = first_use.adjusted(plan, timer=timer, checker=lambda o: True)
+    if len(_near_ties(plan)) < 2:
+        assert not timed and chosen is plan
+        return
+    assert all(o.launch.problem == plan.choice.launch.problem for o in timed[0]), "the padded launch's options"
+    assert chosen.pad_n == 32 and chosen.choice.launch.problem.N == 32
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_near_ties_are_timed_with_their_results_checked(monkeypatch):
+    """The tie-break's own timer (no kernel of CuPy's, results checked on the host): the options at a shape time
+    finite; one that leaves C unwritten times math.inf, and is never kept."""
+    plan = dispatch.plan(119, 26146, 121)
+    near = _near_ties(plan)[:2]
+    assert len(near) == 2 and all(math.isfinite(t) and t > 0 for t in first_use._time_checked(near))
+    real = bench.Kernel.launch
+
+    def lazy(self, p, A, B, C):                    # the second option writes nothing
+        if self.params != near[1].launch.params:
+            real(self, p, A, B, C)
+    monkeypatch.setattr(bench.Kernel, "launch", lazy)
+    times = first_use._time_checked(near)
+    assert math.isfinite(times[0]) and times[1] == math.inf
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_matmul_runs_the_tie_breaks_choice_and_is_right(tmp_path, monkeypatch):
+    import cupy as cp
+    import gemmlab
+    from gemmlab import library
+    monkeypatch.setattr(first_use, "_store_path", lambda: tmp_path / first_use.STORE_NAME)
+    monkeypatch.setattr(first_use, "_adjusted", {})
+    A = cp.random.rand(119, 121, dtype=cp.float32)
+    B = cp.random.rand(121, 26146, dtype=cp.float32)
+    C = gemmlab.matmul(A, B)
+    ref = A.astype(cp.float64) @ B.astype(cp.float64)
+    assert float(cp.abs(C - ref).max()) <= 1e-4 * float(cp.abs(ref).max())
+    ran = library.ran(119, 26146, 121)
+    if first_use.has_model(first_use.device_facts()[0]["name"]) and len(_near_ties(plan := dispatch.plan(119, 26146, 121))) >= 2:
+        assert "shape 119x26146x121" in (tmp_path / first_use.STORE_NAME).read_text()
+        assert ran.choice.label in [o.label for o in _near_ties(plan)]

@@ -252,9 +252,11 @@ def _dram_us(m: Model, dev: dict, nbytes: int) -> float:
     return m.launch_us + nbytes / (bandwidth * 1e3)
 
 
-def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> tuple[list[Option], list[str]]:
+def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool,
+            only: str | None = None) -> tuple[list[Option], list[str]]:
     """Every candidate configuration (with each split it offers) that can run the problem on the GPU
-    `dev` describes, with the model's times; and, for each kernel none of whose candidates can, why."""
+    `dev` describes, with the model's times; and, for each kernel none of whose candidates can, why.
+    `only`: the candidate of this configuration key alone (config_key of its unsplit parameters)."""
     # per-SM speed against the fitted GPU's, where this one is another (clock x FP32 lanes per SM)
     scale = (m.device["clock_mhz"] * m.device["fp32_lanes_per_sm"]) / (dev["clock_mhz"] * dev["fp32_lanes_per_sm"])
     memory_us = _dram_us(m, dev, problem.operand_bytes)
@@ -262,6 +264,8 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool) -> t
     ridge = ridge_of(dev)
     for cand in m.candidates:
         spec = cand.spec
+        if only is not None and config_key(spec.name, cand.params) != only:
+            continue
         try:
             if registry.model(spec).streams and problem.intensity > STREAMING_REACH * ridge:
                 raise UnsupportedShape(spec.name, "memory-bound-shapes",

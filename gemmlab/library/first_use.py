@@ -1,4 +1,5 @@
-"""gemmlab.matmul on a GPU with no fitted model of its own: tuned on first use.
+"""gemmlab.matmul tuned on first use: on a GPU with no fitted model of its own, and, on the fitted GPU, where the
+model cannot tell its best options apart.
 
 The model in gemmlab/fitted/ was fitted to one GPU's record (the H100's). On another GPU the plan scales it
 by clock and FP32 lanes and ranks the options the same way, which can pick wrong. So there, the first call
@@ -8,6 +9,13 @@ and gemmlab's version, and says so. Later calls of the class run the remembered 
 reshapes (peeled, B copied) or runs in several launches keeps the plan as it is. `python -m gemmlab tune
 --matmul MxNxK ...` tunes shapes' classes beforehand; `python -m gemmlab fit` on a record of the GPU fits a
 model of its own (docs/dispatch.md).
+
+On the GPU the model was fitted to, a small call's best options are often priced within a few percent of each
+other while they run up to a third apart (the model's error is largest where a call lasts tens of microseconds:
+docs/dispatch-history.md). There, the first call of a shape whose options the model prices within TIE of its best
+(the call predicted under TIE_BREAK_US) times those of them whose cubins are at hand (shipped or in the cache: a
+first call compiles nothing for this), keeps the fastest that is right, and remembers it for that shape exactly,
+quietly. The plan as `gemmlab plan` prints it stays the model's; the call's plan says what was timed.
 """
 from __future__ import annotations
 
@@ -15,8 +23,11 @@ import dataclasses
 import datetime as _dt
 import functools
 import json
+import math
 import sys
 from pathlib import Path
+
+import numpy as np
 
 from .. import bench, compile as compiler, device, files
 from .dispatch import Plan, config_key, device_facts
@@ -26,6 +37,11 @@ from .time_model import fitted_path, model, unsplit
 # How many of the model's best options a first call times.
 CANDIDATES = 4
 STORE_NAME = "matmul-tuned.json"
+# On the fitted GPU: options predicted within this share of the best are timed, where the call is predicted to
+# take less than TIE_BREAK_US (longer calls are priced within a few percent, and timing them costs more).
+TIE = 0.15
+TIE_BREAK_US = 1000.0
+TIE_BUDGET_S = 0.1
 
 
 @functools.lru_cache(maxsize=None)
@@ -66,13 +82,44 @@ def _load(path: Path) -> dict:
         return {}
 
 
-def _time(options: list) -> list[float]:
+def _time(options: list, budget_s: float = 0.3) -> list[float]:
     """Each option's median time (ms) at its problem, interleaved, the L2 flushed before each launch."""
     problem = options[0].launch.problem
     ops = bench.Operands.random(problem)
     kernels = [bench.Kernel(o.launch.spec, o.launch.params, prebuilt=True) for o in options]
-    timings = bench.time_interleaved([lambda k=k: k(ops) for k in kernels], budget_s=0.3)
+    timings = bench.time_interleaved([lambda k=k: k(ops) for k in kernels], budget_s=budget_s)
     return [t.median_ms for t in timings]
+
+
+def _time_checked(options: list, budget_s: float = TIE_BUDGET_S, rows: int = 16) -> list[float]:
+    """Each option's median time (ms) at its launch's problem, interleaved, the L2 flushed; math.inf for one whose
+    result is wrong. With no kernel of CuPy's own: CuPy compiles its random numbers, its elementwise copies and a
+    check's reductions on first use, about 6 s on a machine that never ran them (CuPy's kernel cache empty), where the
+    tie-break's first call is to cost a small call a tenth of a second. So the operands come from the host, C is set to
+    NaN by a memset (an element a kernel leaves unwritten fails), and the result is checked on the host: `rows` of C
+    whole (the first, the last and random ones; each crosses every column of tiles) against float64, within the
+    bound bench.check holds every element to."""
+    cp = device.cupy()
+    p = dataclasses.replace(options[0].launch.problem, alpha=1.0, beta=0.0)
+    rng = np.random.default_rng(0)
+    a = rng.random((p.M, p.lda), dtype=np.float32) - 0.5
+    b = rng.random((p.K, p.ldb), dtype=np.float32) - 0.5
+    A, B = cp.asarray(a)[:, :p.K], cp.asarray(b)[:, :p.N]
+    c_rows = cp.empty((p.M, p.ldc), cp.float32)
+    C = c_rows[:, :p.N]
+    picked = sorted({0, p.M - 1, *rng.integers(0, p.M, max(rows - 2, 0)).tolist()})
+    a_picked, b_used = a[picked, :p.K].astype(np.float64), b[:, :p.N].astype(np.float64)
+    ref = a_picked @ b_used
+    bound = (p.K + 2) * bench.UNIT_ROUNDOFF * (np.abs(a_picked) @ np.abs(b_used)) + 1e-30
+    kernels = [bench.Kernel(o.launch.spec, o.launch.params, prebuilt=True) for o in options]
+    right = []
+    for k in kernels:
+        c_rows.data.memset_async(0xFF, c_rows.nbytes)          # every float NaN
+        k.launch(p, A, B, C)
+        got = np.stack([cp.asnumpy(c_rows[r, :p.N]) for r in picked])     # whole rows: plain copies
+        right.append(bool(np.all(np.abs(got - ref) <= bound)))            # NaN fails the comparison
+    timings = bench.time_interleaved([lambda k=k: k.launch(p, A, B, C) for k in kernels], budget_s=budget_s)
+    return [t.median_ms if ok else math.inf for t, ok in zip(timings, right)]
 
 
 def _right(option) -> bool:
@@ -87,11 +134,12 @@ def _config(option) -> str:
     return config_key(spec.name, unsplit(spec, option.launch.params))
 
 
-def _ranked(plan: Plan, aligned: bool) -> list:
-    """Every option the model has for the plan's problem, best first, one per configuration (its best split)."""
+def _ranked(plan: Plan, aligned: bool, problem=None) -> list:
+    """Every option the model has for the plan's problem (or `problem`), best first, one per configuration (its
+    best split)."""
     dev, gpu = device_facts()
     m = model(dev["name"])
-    found, _ = options_of(m, plan.problem, dev, gpu, aligned)
+    found, _ = options_of(m, problem or plan.problem, dev, gpu, aligned)
     out, seen = [], set()
     for o in sorted(found, key=lambda o: (o.predicted_us, o.label)):
         if _config(o) not in seen:
@@ -104,8 +152,10 @@ def _ranked(plan: Plan, aligned: bool) -> list:
 _adjusted: dict = {}
 
 
-def adjusted(plan: Plan, aligned: bool = True, timer=_time, checker=_right, say=True) -> Plan:
-    """The plan, or on a GPU with no model of its own the option first use found fastest for its class."""
+def adjusted(plan: Plan, aligned: bool = True, timer=None, checker=None, say=True) -> Plan:
+    """The plan, or on a GPU with no model of its own the option first use found fastest for its class; on the
+    fitted GPU, where the model cannot tell the best options of a small call apart, the fastest of them at the
+    shape (`_tie_break`)."""
     memo = (plan.problem, plan.key, aligned)
     if memo not in _adjusted:
         _adjusted[memo] = _adjust(plan, aligned, timer, checker, say)
@@ -114,7 +164,9 @@ def adjusted(plan: Plan, aligned: bool = True, timer=_time, checker=_right, say=
 
 def _adjust(plan: Plan, aligned: bool, timer, checker, say: bool) -> Plan:
     gpu = device_facts()[0]["name"]
-    if has_model(gpu) or plan.core or plan.stage_ldb or plan.pad_m or plan.launches > 1:
+    if has_model(gpu):
+        return _tie_break(plan, aligned, timer, checker)
+    if plan.core or plan.stage_ldb or plan.pad_m or plan.launches > 1:
         return plan
     path = _store_path()
     store = _load(path)
@@ -124,9 +176,9 @@ def _adjust(plan: Plan, aligned: bool, timer, checker, say: bool) -> Plan:
     chosen = next((o for o in ranked if isinstance(entry, dict) and _config(o) == entry.get("config")), None)
     if chosen is None:
         options = ranked[:CANDIDATES]
-        times = timer(options)
+        times = (timer or _time)(options)
         order = sorted(range(len(options)), key=lambda i: times[i])
-        best = next((i for i in order if checker(options[i])), None)
+        best = next((i for i in order if (checker or _right)(options[i])), None)
         chosen = plan.choice if best is None else options[best]
         store[key] = {"config": _config(chosen), "ms": None if best is None else times[best], "timed": len(options),
                       "date": _dt.date.today().isoformat()}
@@ -139,3 +191,45 @@ def _adjust(plan: Plan, aligned: bool, timer, checker, say: bool) -> Plan:
     if chosen.launch.spec is plan.spec and chosen.launch.params == plan.choice.launch.params:
         return plan
     return dataclasses.replace(plan, choice=chosen, basis=plan.basis + "; tuned on first use on this GPU")
+
+
+def _tie_break(plan: Plan, aligned: bool, timer, checker) -> Plan:
+    """On the fitted GPU: the plan, or where the model prices its best options within TIE of one another, the
+    fastest of them that is right, timed at the shape's first call (module docstring). A call the plan runs in
+    parts (peeled) or in several launches keeps the plan; one it runs on a copy of B or in a padded buffer is
+    tuned among its launch's options."""
+    if plan.core or plan.parts or plan.launches > 1 or not plan.predicted_us < TIE_BREAK_US:
+        return plan
+    p = plan.choice.launch.problem
+    path = _store_path()
+    store = _load(path)
+    key = f"{_gpu_key()}|shape {p.M}x{p.N}x{p.K} ld {p.lda} {p.ldb} {p.ldc}{'' if aligned else ' unaligned'}"
+    entry = store.get(key)
+    kept = entry.get("config") if isinstance(entry, dict) else None
+    if kept == _config(plan.choice):
+        return plan               # timed before, and the model's choice was the fastest: no ranking needed
+    dev, gpu = device_facts()
+    if kept is not None:          # timed before: that configuration's best split, priced alone
+        found, _ = options_of(model(dev["name"]), p, dev, gpu, aligned, only=kept)
+        if found:
+            chosen = min(found, key=lambda o: (o.predicted_us, o.label))
+            return dataclasses.replace(plan, choice=chosen, basis=plan.basis + "; the fastest of the options the model "
+                                       f"prices within {TIE:.0%} of its best, timed on first use")
+    near = [o for o in _ranked(plan, aligned, p) if o.predicted_us <= plan.choice.predicted_us * (1 + TIE)]
+    near = [o for o in near if compiler.ready(o.launch.spec, o.launch.params, dev["arch"])][:CANDIDATES]
+    if len(near) < 2 or _config(near[0]) != _config(plan.choice):
+        return plan               # nothing to choose between, or the plan's own choice not at hand
+    try:
+        times = (timer or _time_checked)(near)              # math.inf: a wrong result
+    except (bench.TooLarge, MemoryError, device.cupy().cuda.memory.OutOfMemoryError):
+        return plan               # no room beside the caller's arrays for the timing's own: the model's choice
+    order = sorted(range(len(near)), key=lambda i: times[i])
+    best = next((i for i in order if math.isfinite(times[i]) and (checker is None or checker(near[i]))), None)
+    chosen = plan.choice if best is None else near[best]
+    store[key] = {"config": _config(chosen), "ms": None if best is None else times[best], "timed": len(near),
+                  "date": _dt.date.today().isoformat()}
+    files.write_atomic(path, json.dumps(store, indent=1) + "\n")
+    if _config(chosen) == _config(plan.choice):
+        return plan
+    return dataclasses.replace(plan, choice=chosen, basis=plan.basis + "; the fastest of the options the model "
+                               f"prices within {TIE:.0%} of its best, timed on first use")

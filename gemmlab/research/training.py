@@ -90,11 +90,13 @@ def measure_suite(shapes, reps: int, progress: bool = True) -> list[dict]:
     rows = []
     for shape in tqdm(shapes, desc="gemmlab.matmul against cuBLAS", disable=not progress):
         m = bench_matmul(shape, reps=reps)
-        plan = dispatch.plan(*shape)
+        model_plan, plan = dispatch.plan(*shape), library.ran(*shape)     # the model's, and what the call ran
         rows.append({**m.as_row(), "kernel": "matmul", "params": plan.params, "plan_kernel": plan.spec.name,
                      "predicted_us": plan.predicted_us, "peeled": plan.core is not None,
                      "staged": bool(plan.stage_ldb) and not plan.pad_n, "padded": plan.pad_n,
-                     "padded_rows": plan.pad_m})
+                     "padded_rows": plan.pad_m,
+                     **({} if plan is model_plan else {"model_kernel": model_plan.spec.name,
+                                                       "model_params": model_plan.params})})
     return rows
 
 
