@@ -405,10 +405,10 @@ def wave_schedule(spec, panels, label: str = ""):
         ax.set_xlim(0, span * 1.02)
         az.set_xlim(zoom, span * 1.01)
         ax.set_ylabel("block slot\n(SMs x blocks/SM)", fontsize=7)
-        ax.set_title(f"{title}: {wave.tiles} tiles = {wave.tiles / wave.slots:.2f} waves of {wave.slots}; done at "
+        ax.set_title(f"{title}: {wave.tiles:,} tiles = {wave.tiles / wave.slots:.2f} waves of {wave.slots:,}; done at "
                      f"{wave.makespan:.2f}", fontsize=8, loc="left")
-        az.set_title("the end, enlarged" + (f": {wave.split} tiles in {wave.split * wave.pieces} pieces"
-                                            if wave.split else f": the last wave, {wave.last_wave} tiles"),
+        az.set_title("the end, enlarged" + (f": {wave.split:,} tiles in {wave.split * wave.pieces:,} pieces"
+                                            if wave.split else f": the last wave, {wave.last_wave:,} tiles"),
                      fontsize=8, loc="left")
     axes[-1][0].set_xlabel("time, in tile-times (model: a piece takes 1/pieces of a tile plus a fixed cost)", fontsize=8)
     axes[-1][1].set_xlabel("time, in tile-times (white: an idle slot; dotted: the end)", fontsize=8)

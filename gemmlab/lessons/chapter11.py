@@ -20,7 +20,7 @@ def show_last_wave(name: str, M: int = 6144, N: int = 6144, K: int = 6144, slots
     if slots is None:
         precompile([(spec.name, full, DEFAULT_ARCH)], progress=True)     # its occupancy: seconds to compile, once
         per_sm = compile_kernel(spec, full).occupancy.blocks_per_sm
-        slots, how = sm_count * per_sm, f"{sm_count} SMs x {per_sm} block(s) per SM (the build's occupancy)"
+        slots, how = sm_count * per_sm, f"{sm_count} SMs x {per_sm} block{'s' if per_sm > 1 else ''} per SM, the build's occupancy"
     else:
         how = "as given"
     panels = []
@@ -113,4 +113,6 @@ def show_shape_costs(name: str, shapes: list[tuple[int, int, int]]) -> None:
     markdown(table(["M x N x K", "tiles", "slots' time busy", "tiles on the 16-byte path", "tiles' area inside C",
                     "FLOPs per DRAM byte", "what costs speed"], rows)
              + f"\n\n{launches[0].spec.name} at its defaults on {launches[0].gpu}: arithmetic from the spec and "
-               f"the build, no timing.")
+               f"the build, no timing. The ridge is the FP32 peak over the DRAM bandwidth the GPU reports "
+               f"({results.here().device()['dram_gbs'] / 1e3:.2f} TB/s); a roofline drawn at the bandwidth a copy reaches bends a "
+               f"little further right.")
