@@ -367,12 +367,14 @@ def precompile(jobs: list[tuple[str, dict | None, str]], progress: bool = False,
               if not built(*job, disassembled=disassemble)]
     if not unique:
         return
-    from tqdm.auto import tqdm
+    from .progress import transient
     warm = functools.partial(_warm, disassemble=disassemble)
     workers = min(os.cpu_count() or 1, len(unique))
     if workers <= 1:
-        for job in tqdm(unique, desc="compile", disable=not progress):
-            warm(job)
+        with transient(len(unique), "compile", progress) as bar:
+            for job in unique:
+                warm(job)
+                bar.update(1)
         return
     cache_dir()           # an unusable cache (files.UnusableDirectory) said here, before any worker starts
     import multiprocessing
@@ -395,8 +397,13 @@ def precompile(jobs: list[tuple[str, dict | None, str]], progress: bool = False,
         finally:
             if main:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})   # a held Ctrl-C is raised here
-        list(tqdm(done, total=len(unique), desc="compile", disable=not progress))
-    except BaseException:                          # interrupted (or failed): no worker is left compiling
+        with transient(len(unique), "compile", progress) as bar:
+            for _ in done:
+                bar.update(1)
+    except KeyboardInterrupt:                      # stopped: no worker is left compiling; no traceback of the pool's
+        _stop(pool)
+        raise KeyboardInterrupt("compiling stopped; the builds finished before are kept in the cache") from None
+    except BaseException:                          # failed: no worker is left compiling
         _stop(pool)
         raise
     pool.shutdown()

@@ -51,7 +51,7 @@ LAYERS = [
     ["kernel_model"],
     ["spec"],
     ["legal_configs"],
-    ["course", "identity", "device", "cubin", "toolchain", "files", "prebuilt"],
+    ["course", "identity", "device", "cubin", "toolchain", "files", "prebuilt", "progress"],
     ["arch"],
 ]
 LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}

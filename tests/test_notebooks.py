@@ -85,7 +85,9 @@ def test_a_progress_bar_is_told_from_a_cells_output_and_nbval_compares_without_i
     text = new_output("stream", name="stderr", text="compile: 100%|##########| 4/4 [00:06<00:00,  1.6s/it]\n")
     table = new_output("display_data", {"text/plain": "<IPython.core.display.Markdown object>",
                                         "text/markdown": "| step | TFLOP/s |\n|---|---|\n| 1 | 50% |"})
-    assert is_progress(widget) and is_progress(text) and not is_progress(table)
+    from gemmlab.progress import SPENT
+    spent = new_output("display_data", dict(SPENT))              # a bar's display once its wait is over
+    assert is_progress(widget) and is_progress(text) and is_progress(spent) and not is_progress(table)
     assert getattr(IPyNbCell.compare_outputs, "drops_progress", False), "conftest.py wraps nbval's comparison"
 
 

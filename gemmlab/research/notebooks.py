@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from ..progress import SPENT
+
 # tqdm's text: "desc:  40%|####      | 24/60 [00:12<00:18, 2.0it/s]"
 _PROGRESS = re.compile(r"\d+%\|.*\| *\d+/\d+ \[")
 
@@ -55,7 +57,10 @@ def setup_cell(nb) -> bool:
 
 
 def is_progress(out) -> bool:
-    """Whether a cell's output is a progress bar (tqdm's widget, or its text)."""
+    """Whether a cell's output is a progress bar (tqdm's widget, or its text), or the emptied display of a spent one
+    (progress.transient)."""
+    if out.get("output_type") == "display_data" and dict(out.get("data", {})) == SPENT:
+        return True
     text = out.get("text", "") if out.get("output_type") == "stream" else out.get("data", {}).get("text/plain", "")
     return bool(_PROGRESS.search("".join(text) if isinstance(text, list) else text))
 
