@@ -390,15 +390,16 @@ def wave_schedule(spec, panels, label: str = ""):
     span = max(w.makespan for _, w in panels)
     zoom = min(w.tiles // w.slots for _, w in panels) - 0.25
     colours = {"whole0": "#9ecae1", "whole1": "#4292c6", "last wave": "tab:orange"}
+    from matplotlib.collections import PolyCollection
     for (ax, az), (title, wave) in zip(axes, panels):
-        by_slot: dict[tuple[int, str], list] = {}
+        # every run one rectangle of one collection per axes: a bar per slot and shade took 6 s at 6144^3's 2,000 rows
+        boxes, fills = [], []
         for slot, start, dur, kind, _ in wave.runs:
             shade = f"whole{int(start + 1e-9) % 2}" if kind == "whole" else kind
-            by_slot.setdefault((slot, shade), []).append((start, dur))
+            boxes.append([(start, slot), (start + dur, slot), (start + dur, slot + 1), (start, slot + 1)])
+            fills.append(colours.get(shade) or plt.cm.Purples(0.45 + 0.5 * int(shade.split()[1]) / max(wave.pieces - 1, 1)))
         for a in (ax, az):
-            for (slot, shade), spans in by_slot.items():
-                colour = colours.get(shade) or plt.cm.Purples(0.45 + 0.5 * int(shade.split()[1]) / max(wave.pieces - 1, 1))
-                a.broken_barh(spans, (slot, 1), facecolors=colour, edgecolor="white", lw=0.15)
+            a.add_collection(PolyCollection(boxes, facecolors=fills, edgecolors="white", linewidths=0.15))
             a.axvline(wave.makespan, color="k", lw=1, ls=":")
             a.set_ylim(wave.slots, 0)
             a.tick_params(labelsize=7)
