@@ -71,7 +71,7 @@ def test_every_picture_draws_at_default_and_extreme_configs(show, name, extra, c
 def test_the_last_wave_takes_its_slots_from_the_builds_occupancy(no_windows, capsys):
     gl.show_last_wave("11_last_wave")
     per_sm = compile_kernel("11_last_wave").occupancy.blocks_per_sm
-    assert f"{132 * per_sm} slots (132 SMs x {per_sm} block(s) per SM" in capsys.readouterr().out
+    assert f"{132 * per_sm:,} slots (132 SMs x {per_sm} block" in capsys.readouterr().out
     assert len(no_windows) == 1
 
 
