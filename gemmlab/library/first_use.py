@@ -3,8 +3,8 @@ model cannot tell its best options apart.
 
 The model in gemmlab/fitted/ was fitted to one GPU's record (the H100's). On another GPU the plan scales it
 by clock and FP32 lanes and ranks the options the same way, which can pick wrong. So there, the first call
-of a shape's class times the model's CANDIDATES best options for it once (validated, interleaved, the L2
-flushed), keeps the fastest that is right, remembers it in the compile cache keyed by the GPU, its driver
+of a shape's class times the model's CANDIDATES best options for it once (interleaved, the L2 flushed, each
+result checked against float64: _time_checked), keeps the fastest that is right, remembers it in the compile cache keyed by the GPU, its driver
 and gemmlab's version, and says so. Later calls of the class run the remembered choice. A call the plan
 reshapes (peeled, B copied) or runs in several launches keeps the plan as it is. `python -m gemmlab tune
 --matmul MxNxK ...` tunes shapes' classes beforehand; `python -m gemmlab fit` on a record of the GPU fits a
@@ -42,6 +42,8 @@ STORE_NAME = "matmul-tuned.json"
 TIE = 0.15
 TIE_BREAK_US = 1000.0
 TIE_BUDGET_S = 0.1
+# A class's choice on a GPU with no model serves every shape of the class: timed longer
+CLASS_BUDGET_S = 0.3
 
 
 @functools.lru_cache(maxsize=None)
@@ -82,20 +84,11 @@ def _load(path: Path) -> dict:
         return {}
 
 
-def _time(options: list, budget_s: float = 0.3) -> list[float]:
-    """Each option's median time (ms) at its problem, interleaved, the L2 flushed before each launch."""
-    problem = options[0].launch.problem
-    ops = bench.Operands.random(problem)
-    kernels = [bench.Kernel(o.launch.spec, o.launch.params, prebuilt=True) for o in options]
-    timings = bench.time_interleaved([lambda k=k: k(ops) for k in kernels], budget_s=budget_s)
-    return [t.median_ms for t in timings]
-
-
 def _time_checked(options: list, budget_s: float = TIE_BUDGET_S, rows: int = 16) -> list[float]:
     """Each option's median time (ms) at its launch's problem, interleaved, the L2 flushed; math.inf for one whose
     result is wrong. With no kernel of CuPy's own: CuPy compiles its random numbers, its elementwise copies and a
-    check's reductions on first use, about 6 s on a machine that never ran them (CuPy's kernel cache empty), where the
-    tie-break's first call is to cost a small call a tenth of a second. So the operands come from the host, C is set to
+    check's reductions on first use, about 5 s on a machine that never ran them (CuPy's kernel cache empty), more than
+    the rest of a first call. So the operands come from the host, C is set to
     NaN by a memset (an element a kernel leaves unwritten fails), and the result is checked on the host: `rows` of C
     whole (the first, the last and random ones; each crosses every column of tiles) against float64, within the
     bound bench.check holds every element to."""
@@ -120,12 +113,6 @@ def _time_checked(options: list, budget_s: float = TIE_BUDGET_S, rows: int = 16)
         right.append(bool(np.all(np.abs(got - ref) <= bound)))            # NaN fails the comparison
     timings = bench.time_interleaved([lambda k=k: k.launch(p, A, B, C) for k in kernels], budget_s=budget_s)
     return [t.median_ms if ok else math.inf for t, ok in zip(timings, right)]
-
-
-def _right(option) -> bool:
-    ops = bench.Operands.random(option.launch.problem)
-    bench.Kernel(option.launch.spec, option.launch.params, prebuilt=True)(ops)
-    return bench.check(ops).ok
 
 
 def _config(option) -> str:
@@ -176,9 +163,13 @@ def _adjust(plan: Plan, aligned: bool, timer, checker, say: bool) -> Plan:
     chosen = next((o for o in ranked if isinstance(entry, dict) and _config(o) == entry.get("config")), None)
     if chosen is None:
         options = ranked[:CANDIDATES]
-        times = (timer or _time)(options)
+        try:
+            times = (timer or functools.partial(_time_checked, budget_s=CLASS_BUDGET_S))(options)   # inf: wrong
+        except (MemoryError, device.cupy().cuda.memory.OutOfMemoryError):
+            return plan           # no room beside the caller's arrays for the timing's own: the model's choice
         order = sorted(range(len(options)), key=lambda i: times[i])
-        best = next((i for i in order if (checker or _right)(options[i])), None)
+        best = next((i for i in order if math.isfinite(times[i]) and (checker is None or checker(options[i]))),
+                    None)
         chosen = plan.choice if best is None else options[best]
         store[key] = {"config": _config(chosen), "ms": None if best is None else times[best], "timed": len(options),
                       "date": _dt.date.today().isoformat()}
@@ -221,7 +212,7 @@ def _tie_break(plan: Plan, aligned: bool, timer, checker) -> Plan:
         return plan               # nothing to choose between, or the plan's own choice not at hand
     try:
         times = (timer or _time_checked)(near)              # math.inf: a wrong result
-    except (bench.TooLarge, MemoryError, device.cupy().cuda.memory.OutOfMemoryError):
+    except (MemoryError, device.cupy().cuda.memory.OutOfMemoryError):
         return plan               # no room beside the caller's arrays for the timing's own: the model's choice
     order = sorted(range(len(near)), key=lambda i: times[i])
     best = next((i for i in order if math.isfinite(times[i]) and (checker is None or checker(near[i]))), None)
