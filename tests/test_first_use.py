@@ -135,6 +135,8 @@ def test_on_the_fitted_gpu_long_calls_calls_in_parts_and_options_not_at_hand_kee
         assert first_use.adjusted(plan, **never) is plan, shape
     tall = dispatch.plan(3 * dispatch.ROWS_PER_LAUNCH + 1, 8, 8)
     assert tall.launches == 4 and first_use.adjusted(tall, **never) is tall
+    unaligned = dispatch.plan(119, 26146, 121, aligned=False)   # the timing's operands would take another copy path
+    assert first_use.adjusted(unaligned, aligned=False, **never) is unaligned
     plan = dispatch.plan(119, 26146, 121)          # a first call compiles nothing: only the plan's own is at hand
     monkeypatch.setattr(compiler, "ready", lambda spec, params, arch: params == plan.choice.launch.params)
     assert first_use.adjusted(plan, **never) is plan

@@ -188,13 +188,14 @@ def _tie_break(plan: Plan, aligned: bool, timer, checker) -> Plan:
     """On the fitted GPU: the plan, or where the model prices its best options within TIE of one another, the
     fastest of them that is right, timed at the shape's first call (module docstring). A call the plan runs in
     parts (peeled) or in several launches keeps the plan; one it runs on a copy of B or in a padded buffer is
-    tuned among its launch's options."""
-    if plan.core or plan.parts or plan.launches > 1 or not plan.predicted_us < TIE_BREAK_US:
+    tuned among its launch's options. So does a call on operands that do not start 16-byte aligned: the timing's own
+    operands do, and a kernel's copy path is chosen by that at run time."""
+    if plan.core or plan.parts or plan.launches > 1 or not aligned or not plan.predicted_us < TIE_BREAK_US:
         return plan
     p = plan.choice.launch.problem
     path = _store_path()
     store = _load(path)
-    key = f"{_gpu_key()}|shape {p.M}x{p.N}x{p.K} ld {p.lda} {p.ldb} {p.ldc}{'' if aligned else ' unaligned'}"
+    key = f"{_gpu_key()}|shape {p.M}x{p.N}x{p.K} ld {p.lda} {p.ldb} {p.ldc}"
     entry = store.get(key)
     kept = entry.get("config") if isinstance(entry, dict) else None
     if kept == _config(plan.choice):
