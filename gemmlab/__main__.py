@@ -184,10 +184,10 @@ def cmd_sweep(args) -> int:
 def cmd_tune_matmul(shapes) -> int:
     """gemmlab.matmul's first-use tuning, ahead of time (library/first_use.py): of each shape's class on a GPU with no
     fitted model; on the fitted GPU, of each shape whose best options the model cannot tell apart."""
-    from .library import dispatch, first_use
+    from . import library
+    from .library import dispatch
     for shape in shapes:
-        model_plan = dispatch.plan(*shape)
-        plan = first_use.adjusted(model_plan)
+        model_plan, plan = dispatch.plan(*shape), library.ran(*shape)
         how = "the model's plan" if plan is model_plan else plan.basis.rsplit("; ", 1)[-1]
         print(f"{'x'.join(map(str, shape))}: {plan.label} ({how})")
     return 0

@@ -265,38 +265,45 @@ def _entry(name: str, arch: str, text: bytes, headers: dict[str, bytes], options
     return cache_dir() / f"{name}-{arch}-{key}"
 
 
+def _resolved(kernel: str | KernelSpec, params: Params | None, arch: str) -> tuple[KernelSpec, dict]:
+    """The spec and full configuration of a build, its rules and the architecture's limits checked (raising)."""
+    spec = kernel if isinstance(kernel, KernelSpec) else registry.get(kernel)
+    full = spec.resolve(params)
+    spec.check_arch(full, archs.get(arch))
+    return spec, full
+
+
+def _cached_cubin(spec: KernelSpec, arch: str, text: bytes, headers: dict[str, bytes], options: list[str]) -> Path | None:
+    """This machine's compile of these inputs in the cache (its resources written: the entry complete), or None."""
+    entry = _entry(spec.name, arch, text, headers, options, toolchain.nvrtc_build())
+    cubin_path = entry.with_suffix(".cubin")
+    return cubin_path if entry.with_suffix(".json").exists() and cubin_path.exists() else None
+
+
 def built(kernel: str | KernelSpec, params: Params | None = None, arch: str = DEFAULT_ARCH,
           disassembled: bool = False) -> bool:
     """Whether compile_kernel finds this build in the cache (and, with `disassembled`, its SASS text beside it), so
     asking for it costs no compile. A configuration refused by rule counts as built: there is nothing to build."""
     try:
-        spec = kernel if isinstance(kernel, KernelSpec) else registry.get(kernel)
-        full = spec.resolve(params)
-        spec.check_arch(full, archs.get(arch))
+        spec, full = _resolved(kernel, params, arch)
     except Exception:          # an unknown kernel, refused by rule, or an unknown architecture: compile_kernel says which
         return True
     try:
-        text, headers, options = inputs(spec, full, arch, None)
-        entry = _entry(spec.name, arch, text, headers, options, toolchain.nvrtc_build())
+        cubin_path = _cached_cubin(spec, arch, *inputs(spec, full, arch, None))
     except Exception:          # no NVRTC, an unreadable source: the compile says what is wrong
         return False
-    cubin_path = entry.with_suffix(".cubin")
-    if not entry.with_suffix(".json").exists() or not cubin_path.exists():
-        return False
-    return not disassembled or sass.kept(cubin_path)
+    return cubin_path is not None and (not disassembled or sass.kept(cubin_path))
 
 
 def ready(kernel: str | KernelSpec, params: Params | None = None, arch: str = DEFAULT_ARCH) -> bool:
     """Whether compile_kernel(..., prebuilt=True) has this build without compiling it: in the cache, or shipped."""
     try:
-        spec = kernel if isinstance(kernel, KernelSpec) else registry.get(kernel)
-        full = spec.resolve(params)
-        spec.check_arch(full, archs.get(arch))
+        spec, full = _resolved(kernel, params, arch)
         text, headers, options = inputs(spec, full, arch, None)
-    except Exception:          # refused, unreadable: compile_kernel says why
+        return (shipped_cubins.find(spec.name, arch, shipped_cubins.source_key(text, headers, options)) is not None
+                or _cached_cubin(spec, arch, text, headers, options) is not None)
+    except Exception:          # refused, unreadable, no NVRTC: compile_kernel says why
         return False
-    return (built(spec, full, arch)
-            or shipped_cubins.find(spec.name, arch, shipped_cubins.source_key(text, headers, options)) is not None)
 
 
 def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch: str = DEFAULT_ARCH,
@@ -306,9 +313,7 @@ def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch:
     file to compile under this kernel's spec (a learner's version of it); errors name that file.
     `prebuilt`: a cubin gemmlab ships for exactly this source and these options (prebuilt.py) is
     taken, with no compile and without loading NVRTC (what gemmlab.matmul asks for)."""
-    spec = kernel if isinstance(kernel, KernelSpec) else registry.get(kernel)
-    full = spec.resolve(params)
-    spec.check_arch(full, archs.get(arch))   # what this architecture cannot hold, refused by rule
+    spec, full = _resolved(kernel, params, arch)      # what this architecture cannot hold, refused by rule
     text, headers, options = inputs(spec, full, arch, source)
     where = str(source) if source else f"kernels/{spec.path.name}"
     shipped = None

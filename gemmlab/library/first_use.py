@@ -163,17 +163,9 @@ def _adjust(plan: Plan, aligned: bool, timer, checker, say: bool) -> Plan:
     chosen = next((o for o in ranked if isinstance(entry, dict) and _config(o) == entry.get("config")), None)
     if chosen is None:
         options = ranked[:CANDIDATES]
-        try:
-            times = (timer or functools.partial(_time_checked, budget_s=CLASS_BUDGET_S))(options)   # inf: wrong
-        except (MemoryError, device.cupy().cuda.memory.OutOfMemoryError):
-            return plan           # no room beside the caller's arrays for the timing's own: the model's choice
-        order = sorted(range(len(options)), key=lambda i: times[i])
-        best = next((i for i in order if math.isfinite(times[i]) and (checker is None or checker(options[i]))),
-                    None)
-        chosen = plan.choice if best is None else options[best]
-        store[key] = {"config": _config(chosen), "ms": None if best is None else times[best], "timed": len(options),
-                      "date": _dt.date.today().isoformat()}
-        files.write_atomic(path, json.dumps(store, indent=1) + "\n")
+        chosen = _fastest_kept(options, plan.choice, timer, checker, CLASS_BUDGET_S, path, store, key)
+        if chosen is None:
+            return plan
         if say:
             p = plan.problem
             print(f"gemmlab.matmul: {gpu} has no fitted model of its own; timed the model's {len(options)} best "
@@ -204,24 +196,32 @@ def _tie_break(plan: Plan, aligned: bool, timer, checker) -> Plan:
     if kept is not None:          # timed before: that configuration's best split, priced alone
         found, _ = options_of(model(dev["name"]), p, dev, gpu, aligned, only=kept)
         if found:
-            chosen = min(found, key=lambda o: (o.predicted_us, o.label))
-            return dataclasses.replace(plan, choice=chosen, basis=plan.basis + "; the fastest of the options the model "
-                                       f"prices within {TIE:.0%} of its best, timed on first use")
+            return _tied(plan, min(found, key=lambda o: (o.predicted_us, o.label)))
     near = [o for o in _ranked(plan, aligned, p) if o.predicted_us <= plan.choice.predicted_us * (1 + TIE)]
     near = [o for o in near if compiler.ready(o.launch.spec, o.launch.params, dev["arch"])][:CANDIDATES]
     if len(near) < 2 or _config(near[0]) != _config(plan.choice):
         return plan               # nothing to choose between, or the plan's own choice not at hand
-    try:
-        times = (timer or _time_checked)(near)              # math.inf: a wrong result
-    except (MemoryError, device.cupy().cuda.memory.OutOfMemoryError):
-        return plan               # no room beside the caller's arrays for the timing's own: the model's choice
-    order = sorted(range(len(near)), key=lambda i: times[i])
-    best = next((i for i in order if math.isfinite(times[i]) and (checker is None or checker(near[i]))), None)
-    chosen = plan.choice if best is None else near[best]
-    store[key] = {"config": _config(chosen), "ms": None if best is None else times[best], "timed": len(near),
-                  "date": _dt.date.today().isoformat()}
-    files.write_atomic(path, json.dumps(store, indent=1) + "\n")
-    if _config(chosen) == _config(plan.choice):
-        return plan
+    chosen = _fastest_kept(near, plan.choice, timer, checker, TIE_BUDGET_S, path, store, key)
+    return plan if chosen is None or _config(chosen) == _config(plan.choice) else _tied(plan, chosen)
+
+
+def _tied(plan: Plan, chosen) -> Plan:
     return dataclasses.replace(plan, choice=chosen, basis=plan.basis + "; the fastest of the options the model "
                                f"prices within {TIE:.0%} of its best, timed on first use")
+
+
+def _fastest_kept(options: list, fallback, timer, checker, budget_s: float, path: Path, store: dict, key: str):
+    """A first call's work: `options` timed (by `timer`, else _time_checked), the fastest whose result is right kept
+    (`fallback`, the model's choice, where none is) and remembered in `store` under `key`. None, and nothing
+    remembered, where the GPU has no room beside the caller's arrays for the timing's own."""
+    try:
+        times = (timer or functools.partial(_time_checked, budget_s=budget_s))(options)    # math.inf: a wrong result
+    except (MemoryError, device.cupy().cuda.memory.OutOfMemoryError):
+        return None
+    order = sorted(range(len(options)), key=lambda i: times[i])
+    best = next((i for i in order if math.isfinite(times[i]) and (checker is None or checker(options[i]))), None)
+    chosen = fallback if best is None else options[best]
+    store[key] = {"config": _config(chosen), "ms": None if best is None else times[best], "timed": len(options),
+                  "date": _dt.date.today().isoformat()}
+    files.write_atomic(path, json.dumps(store, indent=1) + "\n")
+    return chosen
