@@ -265,7 +265,7 @@ def cmd_record(args) -> int:
         return 2
     path = recorder.record(args.kernel or None, ladder=args.ladder, final=args.final, profiles=args.profiles,
                            memory=args.memory, matmul=args.matmul, matmul_training=args.matmul_training,
-                           matmul_refresh=args.matmul_refresh)
+                           matmul_refresh=args.matmul_refresh, only=args.only_sets or None)
     print(f"wrote {path}")
     return 0
 
@@ -368,6 +368,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--matmul-refresh", action="store_true",
                    help="time anew the training launches of kernels whose code changed since (then `fit`)")
     p.add_argument("--matmul", action="store_true", help="gemmlab.matmul against cuBLAS over issue 17's shape suite")
+    p.add_argument("--only", action="append", metavar="NAME=V1,V2",
+                   help="with kernels: time anew only their configurations with these values (repeatable)")
     p.set_defaults(fn=cmd_record)
     args = parser.parse_args(argv)
     from . import bench, records
@@ -379,6 +381,8 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError("tune takes a kernel, or --matmul with shapes (MxNxK), not both")
         if args.command == "tune" and args.kernel is not None:
             args.plan = cli_args.tune_plan(args)       # refused before asking for a GPU
+        if args.command == "record":
+            args.only_sets = cli_args.record_only(args)
         if args.command in ON_GPU:             # a mistake in the kernels or -D said first, GPU or not
             defines = cli_args.defines(getattr(args, "define", None))
             named = args.kernel if isinstance(args.kernel, list) else [args.kernel] if args.kernel else []

@@ -88,13 +88,10 @@ def problem_of(size, ld=None) -> Problem:
         raise UsageError(f"--ld: {exc}; each leading dimension is at least its row (K for A, N for B and C)") from None
 
 
-def tune_plan(args) -> tuple[tuple, dict]:
-    """The size and the --only sets of a tune, checked before any GPU work: how many configurations,
-    about how long, and a refusal above --max."""
-    from . import tune
-    size = tuple(args.size) if args.size else (4096, 4096, 4096)
-    only = {}
-    for pair in args.only or []:
+def only_values(pairs: list[str] | None) -> dict[str, set[int]]:
+    """--only NAME=V1,V2 (repeatable), as {NAME: {V1, V2}}: whole numbers, each tunable once."""
+    only: dict[str, set[int]] = {}
+    for pair in pairs or []:
         name, _, values = pair.partition("=")
         if not name or not all(re.fullmatch(r"-?[0-9]+", v) for v in values.split(",")):
             raise UsageError(f"--only expects NAME=V1,V2,... with whole numbers (for example --only TILE=16,32), "
@@ -102,6 +99,28 @@ def tune_plan(args) -> tuple[tuple, dict]:
         if name in only:
             raise UsageError(f"--only {name} is given twice; give its values once: --only {name}=V1,V2")
         only[name] = {int(v) for v in values.split(",")}
+    return only
+
+
+def record_only(args) -> dict[str, set[int]]:
+    """record's --only sets, checked before any GPU work: they name configurations of the kernels named."""
+    from . import tune
+    only = only_values(args.only)
+    if only and not args.kernel:
+        raise UsageError("--only names configurations of the kernels named: record KERNEL --only NAME=V1,V2")
+    for kernel in args.kernel or []:
+        if not tune.candidates(kernel, only):
+            raise UsageError(f"no configuration of {registry.get(kernel).name} has "
+                             + ", ".join(f"{k} in {sorted(v)}" for k, v in only.items()))
+    return only
+
+
+def tune_plan(args) -> tuple[tuple, dict]:
+    """The size and the --only sets of a tune, checked before any GPU work: how many configurations,
+    about how long, and a refusal above --max."""
+    from . import tune
+    size = tuple(args.size) if args.size else (4096, 4096, 4096)
+    only = only_values(args.only)
     if args.sliders:                           # the values the chapter's sliders offer, unless --only says
         only = {p.name: set(p.offered) for p in registry.get(args.kernel).params} | only
     count = len(tune.candidates(args.kernel, only))

@@ -149,10 +149,15 @@ class Record:
         return self.data[name]
 
     def results(self, kernel: str) -> list[dict]:
+        """The kernel's recorded results of its code now (rows carried over a change of its code, or timed anew
+        since, say so themselves: research/carry.py)."""
+        rows = [r for r in self.data["results"] if r["kernel"] == kernel]
         if kernel in self.stale_kernels():
-            raise StaleRecord(f"the recorded results for {kernel} were measured on an older version of "
-                              f"kernels/{kernel}.cu; run `python -m gemmlab record` on a GPU to refresh them")
-        return [r for r in self.data["results"] if r["kernel"] == kernel]
+            rows = [r for r in rows if self.row_is_fresh(r)]
+            if not rows:
+                raise StaleRecord(f"the recorded results for {kernel} were measured on an older version of "
+                                  f"kernels/{kernel}.cu; run `python -m gemmlab record` on a GPU to refresh them")
+        return rows
 
     def at(self, kernel: str, size: tuple[int, int, int]) -> list[dict]:
         """Every recorded configuration of a kernel at one size."""

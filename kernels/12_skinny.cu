@@ -24,6 +24,11 @@
 //     lanes writing 32 consecutive floats: 128 contiguous bytes a store instruction, whatever the
 //     row's alignment, so an N that is not a multiple of 4 costs little here, where the tiled kernels
 //     then store each thread's own columns 4 bytes at a time. A and B are read 4 bytes at a time.
+//     ACROSS sets how the block's warps share C: 1 stacks them along M (every warp reads the same
+//     columns of B, each its own LANES rows: for tall C); with ACROSS > 1, ACROSS warps side by side
+//     each read columns of their own and walk the same rows. A short, wide C (M of a few dozen rows,
+//     N of tens of thousands) then reads each column of B once per LANES rows, not once a warp, and
+//     the block's rows of A, filled once, serve ACROSS times the columns. Quads of K past K are skipped.
 //   * SIDE 0 and 1: 16-byte loads need 16-byte aligned rows: where A's rows (lda, the pointer) are not, A's quads
 //     come in 4-byte loads; where B's are not, or a thread's columns reach past N, B's likewise,
 //     checked. Each operand keeps its 16-byte loads where it can, and every shape is computed.
@@ -46,8 +51,11 @@
 #ifndef EVICT_FIRST
 #define EVICT_FIRST 1
 #endif
+#ifndef ACROSS
+#define ACROSS 1
+#endif
 #define WARPS (THREADS / 32)
-static_assert(THREADS % 32 == 0 && 32 % LANES == 0, "LANES lanes divide a warp, warps divide a block");
+static_assert(THREADS % 32 == 0 && (SIDE == 2 || 32 % LANES == 0), "LANES lanes divide a warp, warps divide a block");
 #define PRAGMA(x) _Pragma(#x)
 #define UNROLL_BY(n) PRAGMA(unroll n)
 
@@ -316,9 +324,11 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
     }
 }
 #else
-// ---- small K: C[LANES * WARPS rows][32 * UNROLL columns] per block, C streamed ------------------
+// ---- small K: C[LANES * WARPS / ACROSS rows][32 * UNROLL * ACROSS columns] per block, C streamed ------
 #define KMAX (4 * EDGE)
-#define ROWS (LANES * WARPS)
+#define DOWN (WARPS / ACROSS)             // warps stacked along M
+#define ROWS (LANES * DOWN)
+static_assert(WARPS % ACROSS == 0, "ACROSS divides the block's warps");
 
 // A store of C, whose every byte is written once: evict-first (st.global.cs) with EVICT_FIRST.
 __device__ __forceinline__ void stream_out(float* p, float alpha, float beta, float v)
@@ -337,7 +347,10 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
 {
     __shared__ __align__(16) float a[ROWS][KMAX];        // the block's rows of A, 0 past K and past M
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const int row0 = blockIdx.y * ROWS, col = blockIdx.x * (32 * UNROLL) + lane;
+    const int across = warp % ACROSS, down = warp / ACROSS;
+    // the row groups of one strip of columns are neighbours in launch order: B's strip is read from DRAM once
+    const unsigned id = blockIdx.y * gridDim.x + blockIdx.x;
+    const int row0 = (id % gridDim.y) * ROWS, col = ((id / gridDim.y) * ACROSS + across) * (32 * UNROLL) + lane;
     for (int o = threadIdx.x; o < ROWS * KMAX; o += THREADS) {
         const int r = o / KMAX, k = o % KMAX;
         a[r][k] = row0 + r < M && k < K ? __ldg(A + (size_t)(row0 + r) * lda + k) : 0.0f;
@@ -353,16 +366,17 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
     // each warp's rows in turn: a row of A from shared memory (one address: a broadcast), UNROLL outputs a
     // thread, the warp's 32 lanes storing 32 consecutive floats each time, aligned to 16 bytes or not
     const int rows = min(ROWS, M - row0);
-    for (int r = warp; r < rows; r += WARPS) {
+    for (int r = down; r < rows; r += DOWN) {
         float acc[UNROLL];
 #pragma unroll
         for (int t = 0; t < UNROLL; ++t) acc[t] = 0.0f;
 #pragma unroll
         for (int k = 0; k < KMAX; k += 4) {
+            if (k >= K) break;                           // quads past K hold zeros: skip them
             const float4 x = *reinterpret_cast<const float4*>(&a[r][k]);
 #pragma unroll
             for (int t = 0; t < UNROLL; ++t)
-                acc[t] += x.x * b[k][t] + x.y * b[k + 1][t] + x.z * b[k + 2][t] + x.w * b[k + 3][t];
+                acc[t] = fmaf(x.w, b[k + 3][t], fmaf(x.z, b[k + 2][t], fmaf(x.y, b[k + 1][t], fmaf(x.x, b[k][t], acc[t]))));
         }
         float* c = C + (size_t)(row0 + r) * ldc;
 #pragma unroll

@@ -15,9 +15,13 @@ CONFIGS = [{"SIDE": side, "EDGE": edge, "LANES": lanes, "UNROLL": unroll}
            for side in (0, 1) for edge, lanes, unroll in ((1, 8, 4), (4, 2, 1), (8, 32, 2), (16, 4, 2))]
 # SIDE 2 (small K) at every K it holds (EDGE quads), few and many rows a warp, one to four columns a thread,
 # its stores marked evict-first and not
-SMALL_K_CONFIGS = [{"SIDE": 2, "EDGE": edge, "LANES": lanes, "UNROLL": unroll, "EVICT_FIRST": evict, "THREADS": threads}
-                   for edge, lanes, unroll, evict, threads in ((1, 8, 4, 1, 256), (2, 2, 1, 0, 64), (4, 32, 4, 1, 128),
-                                                               (8, 4, 2, 0, 256), (8, 2, 1, 1, 256))]
+# and its warps side by side (ACROSS), up to K of 64 (EDGE 16) and 64 rows a warp
+SMALL_K_CONFIGS = [{"SIDE": 2, "EDGE": edge, "LANES": lanes, "UNROLL": unroll, "EVICT_FIRST": evict, "THREADS": threads,
+                    "ACROSS": across}
+                   for edge, lanes, unroll, evict, threads, across in (
+                       (1, 8, 4, 1, 256, 1), (2, 2, 1, 0, 64, 1), (4, 32, 4, 1, 128, 1), (8, 4, 2, 0, 256, 1),
+                       (8, 2, 1, 1, 256, 1), (8, 32, 2, 1, 128, 4), (12, 32, 2, 1, 256, 8), (16, 64, 2, 1, 128, 2),
+                       (4, 64, 4, 0, 128, 4))]
 SHAPES = [
     Problem(1, 4096, 1024),                       # a row vector times a matrix: the 16-byte paths
     Problem(1, 4095, 1023),                       # rows of odd length: 4-byte loads of A and B
@@ -65,7 +69,7 @@ def test_small_k_side_refuses_a_longer_k_and_names_the_rule():
     with pytest.raises(UnsupportedShape, match="use SIDE 0 or 1"):
         SPEC.check_shape(params, Problem(4096, 4096, 4096))     # no EDGE holds it: the message says so
     with pytest.raises(IllegalConfig):
-        SPEC.resolve({"SIDE": 2, "EDGE": 8, "UNROLL": 4})       # 128 floats of B a thread
+        SPEC.resolve({"SIDE": 2, "EDGE": 16, "UNROLL": 4})      # 256 floats of B a thread
 
 
 @pytest.mark.gpu
@@ -90,8 +94,20 @@ def test_skinny_tiles_follow_the_side():
     assert SPEC.k_tile({**SPEC.defaults, "SIDE": 0, "LANES": 8, "THREADS": 256}) == 128   # 32 k-lanes x 4
     small_k = {**SPEC.defaults, "SIDE": 2, "EDGE": 4, "LANES": 8, "UNROLL": 2, "THREADS": 128}
     assert SPEC.tile(small_k) == (32, 64) and SPEC.k_tile(small_k) == 16   # 8 rows x 4 warps, 2 x 32 columns
+    across = {**small_k, "ACROSS": 4, "LANES": 32}
+    assert SPEC.tile(across) == (32, 256)       # 4 warps side by side, each 64 columns, all walking 32 rows
     assert registry.model(SPEC).streams
     assert not any(registry.model(s).streams for s in registry.KERNELS.values() if s is not SPEC)
+
+
+def test_warps_side_by_side_are_for_the_small_k_side_and_divide_the_block():
+    with pytest.raises(IllegalConfig, match="SIDE=2 alone"):
+        SPEC.resolve({"SIDE": 0, "ACROSS": 2})
+    with pytest.raises(IllegalConfig, match="must divide its 4 warps"):
+        SPEC.resolve({"SIDE": 2, "EDGE": 8, "UNROLL": 2, "THREADS": 128, "ACROSS": 8})
+    with pytest.raises(IllegalConfig, match="divide a warp"):
+        SPEC.resolve({"SIDE": 1, "LANES": 64})                  # 64 rows a warp: the small-K side's alone
+    assert SPEC.resolve({"SIDE": 2, "EDGE": 8, "UNROLL": 2, "LANES": 64, "THREADS": 256, "ACROSS": 8})["LANES"] == 64
 
 
 def test_regime_shapes_are_skinny_and_outside_the_suite():

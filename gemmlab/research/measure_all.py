@@ -22,7 +22,8 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from .. import bench, campaigns, course, device, files, identity, probes, records, registry, toolchain
-from . import training
+from . import carry, training
+from ..library.time_model import config_key
 from ..spec import KernelSpec, Problem, UnsupportedShape
 
 # Nsight Compute's names for what records.STALL_REASONS lists, per issued instruction.
@@ -154,6 +155,22 @@ def _save(path: Path, data: dict) -> None:
     files.write_atomic(path, json.dumps(data, indent=1) + "\n")
 
 
+def _chosen(kernel: str, cfg: dict, only: dict[str, set[int]] | None) -> bool:
+    """Whether a configuration has the values `only` asks for (every configuration where it asks for none)."""
+    return not only or all(registry.get(kernel).resolve(cfg)[k] in v for k, v in only.items())
+
+
+def _replace_slice(data: dict, names: set[str], only: dict[str, set[int]], results: list[dict]) -> None:
+    """`results`, timed on the kernels' code now, in place of the record's rows of the configurations `only` asks
+    for; each says which code it timed, and where all of a kernel's rows are of its code now the record says so
+    once (carry.settle)."""
+    now = {name: identity.code_hash(registry.get(name).path) for name in names}
+    data["results"] = ([r for r in data["results"] if r["kernel"] not in names or not _chosen(r["kernel"], r["params"], only)]
+                       + [{**r, "source": now[r["kernel"]]} for r in results])
+    for name in names:
+        carry.settle(data, name)
+
+
 def _runs(spec, cfg: dict, shape) -> bool:
     """Whether a configuration takes a shape (13's tiles must fit inside C): a regime shape is timed
     with the configurations that run it."""
@@ -167,7 +184,7 @@ def _runs(spec, cfg: dict, shape) -> bool:
 def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_dir: Path | None = None,
            progress: bool = True, ladder: bool = False, final: bool = False, profiles: bool = False,
            memory: bool = False, matmul: bool = False, matmul_training: bool | str = False,
-           matmul_refresh: bool = False) -> Path:
+           matmul_refresh: bool = False, only: dict[str, set[int]] | None = None) -> Path:
     """Measure and write a record for this GPU. Every result was validated first (bench.bench
     raises on a wrong answer, and a failing configuration aborts the record).
     With nothing asked for: everything. With kernels: only their results (and counters) are
@@ -178,7 +195,9 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
     with `python -m gemmlab fit` after it; "new": only those no round has timed yet), `matmul_refresh` the
     training timings of kernels whose code has changed since (the same launches, timed anew), `matmul` gemmlab.matmul against cuBLAS over
     issue 17's suite and the heatmap's grid (before and after dispatch). What the record holds of
-    kernels that no longer exist is dropped."""
+    kernels that no longer exist is dropped. `only` (with kernels): just their configurations with these values
+    of some tunables, timed anew on the code now, replace those in the record; the rest stay as they are (rows
+    carried over a change of the code, research/carry.py, among them)."""
     facts = device.facts()
     if facts is None:
         raise RuntimeError(device.why_unavailable())
@@ -231,9 +250,15 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
             shapes = training.untried_shapes(shapes, trained)
         new = dated(training.measure_training(shapes, training.DISPATCH_TRIES, progress))
         narrow = training.narrow_tile_jobs(training.FEW_COLUMNS_TRAINING_SHAPES)
+        small_k = training.small_k_tile_jobs(training.DISPATCH_TRAINING_SHAPES)
         if matmul_training == "new":
             narrow = [job for job in narrow if job[2] not in timed]
+            rec = records.Record(path, data)
+            fresh = {(r["kernel"], config_key(r["kernel"], r["params"]), records.shape_key(r)) for r in trained
+                     if rec.row_is_fresh(r)}
+            small_k = [job for job in small_k if (job[0], config_key(job[0], job[1]), job[2]) not in fresh]
         new += dated(training.time_jobs(narrow, "chapter 13's narrow tiles", progress))
+        new += dated(training.time_jobs(small_k, "chapter 12's small-K side", progress))
         # added to the earlier rounds' rows (a new timing of the same launch replaces the old): what an
         # earlier model chose and the GPU disproved stays in the fit, so a refit cannot choose it again
         training.save_rows(path, _merged(trained, new))
@@ -251,12 +276,17 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
             if _runs(spec, cfg, shape)]
     jobs += [(spec, full, (course.STEP_SIZE,) * 3) for spec in specs for full in spec.step_configs()
              if (spec, full, (course.STEP_SIZE,) * 3) not in jobs]
+
+    jobs = [job for job in jobs if _chosen(job[0].name, job[1], only)]
     _precompile([(spec, cfg) for spec, cfg, _ in jobs], progress)
     results = [bench.bench(spec, cfg, shape, budget_s=0.25).as_row()
                for spec, cfg, shape in tqdm(jobs, desc="record", disable=not progress)]
     names = {spec.name for spec in specs}
-    data["results"] = [r for r in data["results"] if r["kernel"] not in names] + results
-    data["sources"].update({spec.name: identity.code_hash(spec.path) for spec in specs})
+    if only:                                   # a slice of the kernels' configurations, on their code now
+        _replace_slice(data, names, only, results)
+    else:
+        data["results"] = [r for r in data["results"] if r["kernel"] not in names] + results
+        data["sources"].update({spec.name: identity.code_hash(spec.path) for spec in specs})
     # the bandwidths every chapter's roofline is drawn against: measured with the whole record (or the memory
     # probes), kept when a few kernels are recorded again, so that re-recording one does not move every roofline
     kept = data.get("device", {})
@@ -281,7 +311,8 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
             data["final_search"] += search
             data["final"] += campaigns.measure_final(spec, lambda shape: records.fastest_at(search, shape), progress)
     if specs and not everything:               # these kernels' counters, and their profiles if asked
-        data["ncu"].update(profile_counters(specs))
+        if not only:
+            data["ncu"].update(profile_counters(specs))
         if profiles:
             data["stalls"] = ([p for p in data.get("stalls", []) if p["kernel"] not in names]
                               + profile_stalls(_profile_runs(data["results"], specs)))

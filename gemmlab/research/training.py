@@ -12,7 +12,7 @@ from ..spec import Problem
 # the suites and draws, named here too: the record and the .ci scripts take them from the measurements' module
 from .training_shapes import (CLASS_SUITE, CLASS_TRAINING_SHAPES, DISPATCH_TRAINING_SHAPES, DISPATCH_TRIES,
                               DRAWN_CLASSES, FEW_COLUMNS_TRAINING_SHAPES, HEATMAP_K, HEATMAP_SIZES, MATMUL_REPS,
-                              MATMUL_SUITE, RAGGED_TRAINING_SHAPES, class_draws)
+                              MATMUL_SUITE, RAGGED_TRAINING_SHAPES, SHORT_WIDE_TRAINING_SHAPES, class_draws)
 
 # The plan's training rows (`record --matmul-training`), kept beside the record they belong to but out of
 # it: the course's record, which ships, holds what the chapters show.
@@ -71,6 +71,30 @@ def narrow_tile_jobs(shapes) -> list[tuple[str, dict, tuple[int, int, int]]]:
     tile of."""
     return [(narrow_tile_kernel().name, cfg, (M, width, K)) for M, N, K in shapes for width in padded_widths(N)
             for cfg in NARROW_TILES if cfg["BN"] <= width and cfg["BM"] <= M]
+
+
+# Chapter 12's small-K side (SIDE=2) as no slider offers it: warps side by side (ACROSS) in blocks of 128 threads
+# too, 64 rows a warp, K held in 12 or 16 quads. Timed at every training shape whose K it holds, each at the
+# smallest EDGE that holds K, so that the fit can make them candidates where they are fastest.
+SMALL_K_TILES = tuple({"SIDE": 2, "ACROSS": across, "UNROLL": unroll, "LANES": lanes, "THREADS": threads,
+                       "EVICT_FIRST": 1}
+                      for across, unroll, lanes, threads in ((4, 2, 32, 128), (4, 2, 32, 256), (2, 2, 32, 128),
+                                                             (4, 2, 16, 128), (8, 2, 64, 256), (4, 4, 64, 128),
+                                                             (2, 4, 32, 128), (4, 1, 32, 128), (8, 2, 32, 256)))
+
+
+def small_k_tile_jobs(shapes) -> list[tuple[str, dict, tuple[int, int, int]]]:
+    """(kernel, configuration, shape) of SMALL_K_TILES at each shape whose K chapter 12's small-K side holds."""
+    spec = registry.by_chapter(12)
+    edges = spec.tunable("EDGE").values
+    jobs = []
+    for M, N, K in shapes:
+        edge = next((e for e in edges if 4 * e >= K), None)
+        for cfg in SMALL_K_TILES:
+            cfg = {**cfg, "EDGE": edge}
+            if edge is not None and spec.is_legal(cfg):
+                jobs.append((spec.name, cfg, (M, N, K)))
+    return jobs
 
 
 def time_jobs(jobs, desc: str, progress: bool = True) -> list[dict]:

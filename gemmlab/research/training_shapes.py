@@ -283,6 +283,21 @@ def _few_rows_long_k_training_shapes(count: int, seed: int) -> tuple[tuple[int, 
     return tuple(shapes)
 
 
+def _short_wide_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
+    """A short side of 16 to 128 rows against 8,192 to 98,304 columns with K of 33 to 64, by a seeded draw, none
+    of them in either suite: where chapter 12's small-K side holds K in 12 or 16 quads, its warps side by side."""
+    import random
+    rng = random.Random(seed)
+    shapes = []
+    while len(shapes) < count:
+        shape = (rng.randint(16, 128), round(2 ** rng.uniform(13, 16.58)), rng.randint(33, 64))
+        if shape not in _SUITES and shape not in shapes:
+            shapes.append(shape)
+    return tuple(shapes)
+
+
+SHORT_WIDE_TRAINING_SHAPES = _short_wide_training_shapes(8, seed=61)
+
 # Where `record --matmul` times the plan's best few options (DISPATCH_TRIES of them) for the fit.
 CLASS_TRAINING_SHAPES = (_class_training_shapes(50, seed=33) + _small_k_training_shapes(20, seed=35)
                          + tuple(shape for seed in (41, 45) for _, shape in class_draws(70, seed=seed)))
@@ -290,7 +305,8 @@ DISPATCH_TRAINING_SHAPES = (_training_shapes(48, seed=17) + _skinny_training_sha
                             + _aligned_training_shapes(24, seed=23) + _short_side_training_shapes(16, seed=29)
                             + CLASS_TRAINING_SHAPES + FEW_COLUMNS_TRAINING_SHAPES + RAGGED_TRAINING_SHAPES
                             + _large_training_shapes(12, seed=43) + _large_training_shapes(12, seed=47, multiple=8)
-                            + _short_k_training_shapes(16, seed=53) + _few_rows_long_k_training_shapes(16, seed=59))
+                            + _short_k_training_shapes(16, seed=53) + _few_rows_long_k_training_shapes(16, seed=59)
+                            + SHORT_WIDE_TRAINING_SHAPES)
 DISPATCH_TRIES = 4
 # The grid of the final chapter's heatmap of gemmlab.matmul against cuBLAS (`record --matmul`): M and N
 # over these sizes, at each of these K; before dispatch (the final kernel at its defaults) and after.

@@ -11,9 +11,9 @@ _FLOAT = 4
 
 def _tile(p) -> tuple[int, int]:
     """(rows, columns) of C a block owns: EDGE rows of 4 * LANES columns; a row per LANES lanes of EDGE
-    columns; or LANES rows a warp of 32 * UNROLL columns (SIDE 2)."""
+    columns; or LANES rows a warp of 32 * UNROLL columns, ACROSS warps side by side (SIDE 2)."""
     if p["SIDE"] == 2:
-        return p["LANES"] * (p["THREADS"] // 32), 32 * p["UNROLL"]
+        return p["LANES"] * (p["THREADS"] // 32) // p["ACROSS"], 32 * p["UNROLL"] * p["ACROSS"]
     return (p["EDGE"], 4 * p["LANES"]) if p["SIDE"] == 0 else (p["THREADS"] // p["LANES"], p["EDGE"])
 
 
@@ -34,7 +34,7 @@ def _smem(p) -> int:
 
 
 # SIDE 2: the floats of B a thread may hold in registers (4 EDGE of K for each of its UNROLL columns) beside the rest
-_B_HELD = 64
+_B_HELD = 128
 
 
 def _k_fits_message(p, pr) -> str:
@@ -58,10 +58,10 @@ SPEC = KernelSpec(
     params=(
         Param("SIDE", (0, 1, 2), 0, "0: few rows (small M), B is streamed; 1: few columns (small N), A is streamed; "
                                     "2: small K, C is the stream"),
-        Param("EDGE", (1, 2, 4, 8, 16), 4, "the short side of the block's C tile: its rows (SIDE 0) or columns (SIDE 1); "
+        Param("EDGE", (1, 2, 4, 8, 12, 16), 4, "the short side of the block's C tile: its rows (SIDE 0) or columns (SIDE 1); "
                                            "SIDE 2: the K it holds, in quads (K up to 4 x EDGE)",
               slider=(1, 2, 4, 8)),
-        Param("LANES", (2, 4, 8, 16, 32), 8,
+        Param("LANES", (2, 4, 8, 16, 32, 64), 8,
               "lanes side by side on one row: of B, 4 columns each (SIDE 0); of A, along K (SIDE 1); "
               "SIDE 2: rows of C each warp stores",
               slider=(2, 4, 8, 16, 32)),
@@ -69,6 +69,9 @@ SPEC = KernelSpec(
         Param("UNROLL", (1, 2, 4), 4, "16-byte loads of the streamed operand each thread has in flight (x 4 for SIDE 0); "
                                       "SIDE 2: columns of C each thread stores, 32 apart",
               slider=(2, 4)),
+        Param("ACROSS", (1, 2, 4, 8), 1, "SIDE 2: warps side by side along N, each with columns of its own, walking "
+                                         "the same rows (1: the block's warps stacked along M, on the same columns)",
+              slider=(1, 4)),
         Param("EVICT_FIRST", (0, 1), 1, "1: the streamed operand's loads (SIDE 2: C's stores) are marked evict-first "
                                         "(ld.global.cs, st.global.cs), so they do not push the re-read operand out "
                                         "of L1; 0: plain loads"),
@@ -76,8 +79,12 @@ SPEC = KernelSpec(
     threads=lambda p: p["THREADS"],
     tile=_tile,
     rules=(block_size_rule(lambda p: p["THREADS"]),
-           Rule("lanes-in-a-warp", lambda p: 32 % p["LANES"] == 0,
-                lambda p: f"LANES={p['LANES']} must divide a warp's 32 lanes"),
+           Rule("lanes-in-a-warp", lambda p: 32 % p["LANES"] == 0 or p["SIDE"] == 2,
+                lambda p: f"LANES={p['LANES']} must divide a warp's 32 lanes (SIDE 0 and 1)"),
+           Rule("warps-across", lambda p: p["ACROSS"] == 1 or (p["SIDE"] == 2 and (p["THREADS"] // 32) % p["ACROSS"] == 0),
+                lambda p: (f"ACROSS={p['ACROSS']} sets warps side by side for SIDE=2 alone, and must divide its "
+                           f"{p['THREADS'] // 32} warps" if p["SIDE"] == 2 else
+                           f"ACROSS={p['ACROSS']} is for SIDE=2 alone: use ACROSS=1")),
            Rule("small-k-registers", lambda p: p["SIDE"] != 2 or 4 * p["EDGE"] * p["UNROLL"] <= _B_HELD,
                 lambda p: (f"SIDE=2 holds 4 x EDGE x UNROLL = {4 * p['EDGE'] * p['UNROLL']} floats of B in each "
                            f"thread's registers; at most {_B_HELD} fit beside the rest: lower EDGE or UNROLL"))),
