@@ -25,10 +25,11 @@
 //     row's alignment, so an N that is not a multiple of 4 costs little here, where the tiled kernels
 //     then store each thread's own columns 4 bytes at a time. A and B are read 4 bytes at a time.
 //     ACROSS sets how the block's warps share C: 1 stacks them along M (every warp reads the same
-//     columns of B, each its own LANES rows: for tall C); with ACROSS > 1, ACROSS warps side by side
-//     each read columns of their own and walk the same rows. A short, wide C (M of a few dozen rows,
-//     N of tens of thousands) then reads each column of B once per LANES rows, not once a warp, and
-//     the block's rows of A, filled once, serve ACROSS times the columns. Quads of K past K are skipped.
+//     columns of B, each for LANES rows of its own); with ACROSS > 1, ACROSS warps side by side each
+//     read columns of their own and walk the same rows. The block covers ACROSS times fewer rows and
+//     ACROSS times more columns, so its rows of A, copied into shared memory once a block, serve
+//     ACROSS times as many floats of C; and where C has fewer rows than a block (a short, wide C), each
+//     warp's columns of B serve more of them. Quads of K past K are skipped.
 //   * SIDE 0 and 1: 16-byte loads need 16-byte aligned rows: where A's rows (lda, the pointer) are not, A's quads
 //     come in 4-byte loads; where B's are not, or a thread's columns reach past N, B's likewise,
 //     checked. Each operand keeps its 16-byte loads where it can, and every shape is computed.
