@@ -40,12 +40,11 @@ _ORDER = {"forward": "first to last", "reverse": "last to first"}
 
 
 def on_cpu(spec: KernelSpec, params: dict, path: Path, verdict: Verdict) -> None:
-    from tqdm.auto import tqdm
+    from .progress import transient
     shapes = cpu_shapes(spec, params)
-    # a few seconds of compiling and running: a bar, full when the verdict comes
-    with tqdm(total=len(shapes) + 2, desc="checking on the CPU") as bar:
+    # a few seconds of compiling and running: a bar while they last, gone when the verdict comes
+    with transient(len(shapes) + 2, "checking on the CPU") as bar:
         _on_cpu_steps(spec, params, path, verdict, shapes, bar)
-        bar.update(bar.total - bar.n)
 
 
 def _on_cpu_steps(spec: KernelSpec, params: dict, path: Path, verdict: Verdict, shapes, bar) -> None:
@@ -65,6 +64,7 @@ def _on_cpu_steps(spec: KernelSpec, params: dict, path: Path, verdict: Verdict, 
                                "compiler has no AddressSanitizer (g++ or clang++ have)")
     shown = shown_path(path)
     good, bad, first = [], [], None
+    summed = False                  # right at a shape whose K is over 1: one that adds products, not copies one
     for shape in shapes:
         bar.update()
         p, label = runnable(spec, params, shape)
@@ -79,6 +79,7 @@ def _on_cpu_steps(spec: KernelSpec, params: dict, path: Path, verdict: Verdict, 
             return
         wrong = {s: r for s, r in outcome.items() if r is not None}
         (bad if wrong else good).append(label)
+        summed = summed or (not wrong and p.K > 1)
         if wrong and first is None:
             first = (label, wrong)
     verdict.on_cpu = True
@@ -95,7 +96,8 @@ def _on_cpu_steps(spec: KernelSpec, params: dict, path: Path, verdict: Verdict, 
         text += (f". Right when threads run {_ORDER[next(s for s in cpu.SCHEDULES if s not in wrong)]}, wrong "
                  f"{_ORDER[schedule]}: threads read what others have not written yet, or overwrite what others "
                  f"still read: a barrier missing or misplaced?")
-    elif result.at_edge or good:
+    elif result.at_edge or summed:
+        # right where K is 1 proves nothing about the edges: any sum of one product is
         text += ": look at the edge predicates (the rows and columns past M, N and K) or the leading dimensions"
     verdict.add(False, text)
 

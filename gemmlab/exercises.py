@@ -164,11 +164,13 @@ def _evidence(spec: KernelSpec, mine, theirs, verdict: Verdict) -> None:
             raise ValueError(f"unknown evidence kind {ev.kind!r}")
 
 
-def _wrong_shapes_message(bad: list[str], good: list[str], first: str, check) -> str:
-    """Which shapes are wrong, and where in C at the first of them: the pattern points at the cause."""
+def _wrong_shapes_message(bad: list[str], good: list[str], first: str, check, summed: bool = False) -> str:
+    """Which shapes are wrong, and where in C at the first of them: the pattern points at the cause. `summed`:
+    right at a shape whose K is over 1 (right where K is 1 proves nothing about the edges: any sum of one product
+    is), which with wrong shapes besides points at the edges."""
     text = f"wrong results at {', '.join(bad)}" + (f", right at {', '.join(good)}" if good else "")
     text += f"; at {first}: {check.where}"
-    if good or check.at_edge:
+    if summed or check.at_edge:
         text += (": look at the edge predicates (the rows and columns past M, N and K) or the leading "
                  "dimensions")
     return text
@@ -182,7 +184,7 @@ def _on_gpu(spec: KernelSpec, params: dict, path: Path, verdict: Verdict) -> Non
     except (IllegalConfig, CompileError) as exc:            # checked before; kept for a changed file
         verdict.add(False, str(exc).splitlines()[0])
         return
-    bad, good, first_wrong = [], [], None
+    bad, good, first_wrong, summed = [], [], None, False
     for shape in [Problem(*s) for s in SHAPES] + [PADDED]:
         label = f"{shape.M}x{shape.N}x{shape.K}" + (" (padded rows)" if shape.lda != shape.K else "")
         try:
@@ -196,8 +198,9 @@ def _on_gpu(spec: KernelSpec, params: dict, path: Path, verdict: Verdict) -> Non
                                f"names the line")
             return
         (good if check.ok else bad).append(label)
+        summed = summed or (check.ok and shape.K > 1)
         first_wrong = first_wrong or (None if check.ok else (label, check))
-    if not verdict.add(not bad, _wrong_shapes_message(bad, good, *first_wrong) if bad else
+    if not verdict.add(not bad, _wrong_shapes_message(bad, good, *first_wrong, summed) if bad else
                        f"correct at {len(good)} shapes (primes, K = 1, padded rows, a multiple of every tile)"):
         return
     timed = Problem(*spec.exercise.timing_shape)

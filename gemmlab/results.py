@@ -172,9 +172,14 @@ class Live:
         return self._measured.setdefault(key, row)
 
     def sweep(self, spec: KernelSpec, size) -> list[dict]:
-        from tqdm.auto import tqdm
-        return [self.result(spec, cfg, size)
-                for cfg in tqdm(spec.explorer_configs(), desc=f"{spec.name} at {shape(size)[0]}")]
+        from .progress import transient
+        configs = spec.explorer_configs()
+        rows = []
+        with transient(len(configs), f"{spec.name} at {shape(size)[0]}") as bar:
+            for cfg in configs:
+                rows.append(self.result(spec, cfg, size))
+                bar.update()
+        return rows
 
     def best(self, spec: KernelSpec, size) -> dict:
         """The best configuration known for this size, re-measured now: what `tune` found on this

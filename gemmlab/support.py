@@ -52,8 +52,13 @@ def cells(jobs: list[tuple[str, str]], params: dict | None = None, progress: boo
     parallel = min(os.cpu_count() or 1, len(jobs)) > 1
     if parallel:   # a process per core, with its own bar (compile.precompile); the cells below read the cache
         precompile([(k, params, a) for k, a in jobs], progress=progress)
-    from tqdm.auto import tqdm
-    return [_cell(k, a, params) for k, a in tqdm(jobs, desc="compile", disable=parallel or not progress)]
+    from .progress import transient
+    out = []
+    with transient(len(jobs), "compile", enabled=progress and not parallel) as bar:
+        for k, a in jobs:
+            out.append(_cell(k, a, params))
+            bar.update()
+    return out
 
 
 def _names(kernels: list[str] | None, arch_names: list[str] | None) -> tuple[list[str], list[str]]:

@@ -458,6 +458,19 @@ def test_narrow_tiles_are_legal_and_timed_at_every_width_a_plan_may_pad_to():
     assert all(cfg["BN"] <= shape[1] for _, cfg, shape in jobs)
 
 
+def test_the_small_k_side_is_timed_past_the_sliders_at_the_smallest_edge_that_holds_k():
+    spec = registry.get("12_skinny")
+    jobs = training.small_k_tile_jobs([(41, 66570, 47), (4104, 5999, 18), (2048, 2048, 1), (119, 26146, 121)])
+    by_shape = {}
+    for kernel, cfg, shape in jobs:
+        assert kernel == spec.name and spec.is_legal(cfg) and cfg["SIDE"] == 2
+        spec.check_shape(spec.resolve(cfg), Problem(*shape))            # each takes its shape (rule k-fits)
+        by_shape.setdefault(shape, set()).add(cfg["EDGE"])
+    assert by_shape == {(41, 66570, 47): {12}, (4104, 5999, 18): {8}, (2048, 2048, 1): {1}}   # K of 121: none
+    assert any(cfg["ACROSS"] > 1 and cfg not in spec.explorer_configs() for _, cfg, _ in jobs)
+    assert all(shape[2] <= 64 for shape in training.SHORT_WIDE_TRAINING_SHAPES)
+
+
 def test_a_c_stored_4_bytes_at_a_time_costs_its_tiles_more_at_a_small_k():
     """Kernels with a 16-byte store path (09-11, 13) store C 4 bytes at a time where its rows are not 16-byte
     multiples or it is not aligned (time_model.scalar_stores); the model adds its fitted `store` to such a tile's

@@ -205,6 +205,12 @@ def test_where_the_wrong_elements_lie_is_said_in_words():
     assert "edge predicates" in text
     Wrong.at_edge = False
     assert "edge predicates" not in exercises._wrong_shapes_message(["1x1x1"], [], "1x1x1", Wrong())
+    # right only where K is 1 (a sum of one product) says nothing about the edges; right at a longer K does
+    Wrong.where = "17,943 of 17,947 elements wrong, in every row and every column"
+    wrong_sum = exercises._wrong_shapes_message(["131x137x263"], ["1x1x1"], "131x137x263", Wrong(), summed=False)
+    assert "edge predicates" not in wrong_sum and "right at 1x1x1" in wrong_sum
+    assert "edge predicates" in exercises._wrong_shapes_message(["131x137x263"], ["64x80x72"], "131x137x263", Wrong(),
+                                                               summed=True)
 
 
 def test_a_fault_is_named_in_words():

@@ -235,3 +235,19 @@ def test_saved_outputs_hold_no_absolute_path_of_the_machine_they_were_made_on(pa
             for text in _output_texts(output):
                 hit = ABSOLUTE_PATH.search(text)
                 assert hit is None, f"{path.name} cell {n}: {text[max(0, hit.start() - 40):hit.end() + 10]!r}"
+
+
+def test_a_notebook_is_executed_against_an_empty_workspace_and_the_learners_copies_come_back(tmp_path, monkeypatch):
+    """A saved check's output must be what a learner's first run prints, not what an old copy of a starter in the
+    executing checkout's workspace printed; and that copy is set aside, not lost."""
+    from gemmlab.research import notebooks as runner
+    folder = tmp_path / "workspace"
+    folder.mkdir()
+    (folder / "12_skinny.cu").write_text("a learner's own attempt")
+    monkeypatch.setenv("GEMMLAB_WORKSPACE", str(folder))
+    with runner._fresh_workspace():
+        assert not folder.exists()
+        folder.mkdir()
+        (folder / "12_skinny.cu").write_text("the starter, copied by the notebook's run")
+    assert (folder / "12_skinny.cu").read_text() == "a learner's own attempt"
+    assert [p.name for p in tmp_path.iterdir()] == ["workspace"]

@@ -8,7 +8,10 @@ Saved progress bars are dropped: opened later, a bar reads as a frozen "0%| | 0/
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -77,6 +80,23 @@ def strip_progress(nb) -> int:
     return removed
 
 
+@contextlib.contextmanager
+def _fresh_workspace():
+    """The exercises' workspace empty for the block, as a learner's first run finds it (an earlier copy of a
+    starter would print its own TODO lines), and as it was again afterwards: its copies set aside, not lost."""
+    from ..exercises import workspace
+    folder = workspace()
+    aside = folder.with_name(f".{folder.name}-aside-{os.getpid()}") if folder.exists() else None
+    if aside:
+        folder.rename(aside)
+    try:
+        yield
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        if aside:
+            aside.rename(folder)
+
+
 def execute(paths: list[str], timeout: int = 1800) -> int:
     import nbformat
     from nbclient import NotebookClient
@@ -87,11 +107,13 @@ def execute(paths: list[str], timeout: int = 1800) -> int:
         started = time.time()
         client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                                 resources={"metadata": {"path": str(path.parent)}})
-        try:
-            client.execute()
-        except Exception as exc:  # keep going: one broken notebook should not hide the others
-            failures += 1
-            print(f"FAILED {path}: {type(exc).__name__}: {str(exc)[-2000:]}")
+        # a learner's first run: a workspace of its own, where no earlier copy of an exercise's starter lingers
+        with _fresh_workspace():
+            try:
+                client.execute()
+            except Exception as exc:  # keep going: one broken notebook should not hide the others
+                failures += 1
+                print(f"FAILED {path}: {type(exc).__name__}: {str(exc)[-2000:]}")
         strip_progress(nb)
         # what JupyterLab writes for ipykernel: another name would mark the notebook changed on opening
         nb.metadata.setdefault("kernelspec", {})["display_name"] = "Python 3 (ipykernel)"
