@@ -73,9 +73,10 @@ def narrow_tile_jobs(shapes) -> list[tuple[str, dict, tuple[int, int, int]]]:
             for cfg in NARROW_TILES if cfg["BN"] <= width and cfg["BM"] <= M]
 
 
-# Chapter 12's small-K side (SIDE=2) as no slider offers it: warps side by side (ACROSS) in blocks of 128 threads
-# too, 64 rows a warp, K held in 12 or 16 quads. Timed at every training shape whose K it holds, each at the
-# smallest EDGE that holds K, so that the fit can make them candidates where they are fastest.
+# Chapter 12's small-K side (SIDE=2) as no slider offers it: warps side by side (ACROSS of 2 to 8) in blocks of 128
+# threads too, 64 rows a warp. Timed at every training shape whose K it holds, each at the smallest EDGE that holds
+# that K (12 and 16, which no slider offers, among them), so that the fit can make them candidates where they are
+# fastest.
 SMALL_K_TILES = tuple({"SIDE": 2, "ACROSS": across, "UNROLL": unroll, "LANES": lanes, "THREADS": threads,
                        "EVICT_FIRST": 1}
                       for across, unroll, lanes, threads in ((4, 2, 32, 128), (4, 2, 32, 256), (2, 2, 32, 128),
