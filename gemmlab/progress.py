@@ -21,6 +21,16 @@ def _notebook() -> bool:
     return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
 
 
+def _bundle(widget) -> dict:
+    """A widget's view as a display's data. ipywidgets 8 gives it (_repr_mimebundle_); 7 displays itself
+    (_ipython_display_), and its display then carries no id to empty it by."""
+    if hasattr(widget, "_repr_mimebundle_"):
+        return widget._repr_mimebundle_()
+    return {"text/plain": repr(widget),
+            "application/vnd.jupyter.widget-view+json": {"version_major": 2, "version_minor": 0,
+                                                          "model_id": widget.model_id}}
+
+
 @contextlib.contextmanager
 def transient(total: int, desc: str, enabled: bool = True):
     """A tqdm bar of `total` steps, to call .update(n) on; gone from a notebook's output when the block ends."""
@@ -31,7 +41,7 @@ def transient(total: int, desc: str, enabled: bool = True):
             from IPython.display import display
             from tqdm.notebook import tqdm as widget_bar
             bar = widget_bar(total=total, desc=desc, bar_format=FORMAT, display=False)
-            shown = display(bar.container, display_id=True)
+            shown = display(_bundle(bar.container), raw=True, display_id=True)
         except Exception:            # no ipywidgets: the text bar below
             bar = shown = None
     if bar is None:

@@ -251,3 +251,22 @@ def test_a_notebook_is_executed_against_an_empty_workspace_and_the_learners_copi
         (folder / "12_skinny.cu").write_text("the starter, copied by the notebook's run")
     assert (folder / "12_skinny.cu").read_text() == "a learner's own attempt"
     assert [p.name for p in tmp_path.iterdir()] == ["workspace"]
+
+
+def test_a_bar_is_displayed_with_an_id_to_empty_it_by_under_ipywidgets_7_and_8():
+    """ipywidgets 7 displays a widget itself (_ipython_display_), and that display has no id: a bar shown that way
+    stayed in the cell, frozen, after the work (the browser test of the learner's loop saw it under ipywidgets 7)."""
+    from gemmlab import progress
+
+    class Seven:                    # what ipywidgets 7's widgets have: a model id, no mimebundle of their own
+        model_id = "m7"
+
+        def __repr__(self):
+            return "HBox()"
+    bundle = progress._bundle(Seven())
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == "m7" and bundle["text/plain"] == "HBox()"
+
+    class Eight(Seven):
+        def _repr_mimebundle_(self, **kwargs):
+            return {"text/plain": "HBox()", "application/vnd.jupyter.widget-view+json": {"model_id": "m8"}}
+    assert progress._bundle(Eight())["application/vnd.jupyter.widget-view+json"]["model_id"] == "m8"
