@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .spec import KernelSpec, Problem, UnsupportedShape
-from .verdict import Verdict, shape_words, shown_path
+from .verdict import Verdict, edge_advice, shape_words, shown_path, wrong_shapes
 
 
 def cpu_shapes(spec: KernelSpec, params: dict) -> list[Problem]:
@@ -90,15 +90,13 @@ def _on_cpu_steps(spec: KernelSpec, params: dict, path: Path, verdict: Verdict, 
         return
     label, wrong = first
     schedule, result = next(iter(wrong.items()))
-    text = f"wrong results on the CPU at {', '.join(bad)}" + (f", right at {', '.join(good)}" if good else "")
-    text += f"; at {label}: {result}"
+    text = wrong_shapes(bad, good, " on the CPU") + f"; at {label}: {result}"
     if len(wrong) < len(cpu.SCHEDULES):
         text += (f". Right when threads run {_ORDER[next(s for s in cpu.SCHEDULES if s not in wrong)]}, wrong "
                  f"{_ORDER[schedule]}: threads read what others have not written yet, or overwrite what others "
                  f"still read: a barrier missing or misplaced?")
-    elif result.at_edge or summed:
-        # right where K is 1 proves nothing about the edges: any sum of one product is
-        text += ": look at the edge predicates (the rows and columns past M, N and K) or the leading dimensions"
+    else:
+        text += edge_advice(result.at_edge, summed)
     verdict.add(False, text)
 
 

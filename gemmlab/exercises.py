@@ -19,7 +19,7 @@ from . import cpu_check, device, registry, sass
 from .compile import CompileError, compile_kernel
 from .files import UnusableDirectory, private_dir, write_atomic
 from .spec import IllegalConfig, KernelSpec, Problem, UnsupportedShape
-from .verdict import Verdict, shape_words, shown_path
+from .verdict import Verdict, edge_advice, shape_words, shown_path, wrong_shapes
 
 BEGIN, END = "// exercise: begin", "// exercise: end"
 # Where a GPU check validates: shapes that are not multiples of any tile, K = 1, a padded
@@ -165,15 +165,9 @@ def _evidence(spec: KernelSpec, mine, theirs, verdict: Verdict) -> None:
 
 
 def _wrong_shapes_message(bad: list[str], good: list[str], first: str, check, summed: bool = False) -> str:
-    """Which shapes are wrong, and where in C at the first of them: the pattern points at the cause. `summed`:
-    right at a shape whose K is over 1 (right where K is 1 proves nothing about the edges: any sum of one product
-    is), which with wrong shapes besides points at the edges."""
-    text = f"wrong results at {', '.join(bad)}" + (f", right at {', '.join(good)}" if good else "")
-    text += f"; at {first}: {check.where}"
-    if summed or check.at_edge:
-        text += (": look at the edge predicates (the rows and columns past M, N and K) or the leading "
-                 "dimensions")
-    return text
+    """Which shapes are wrong, and where in C at the first of them. `summed`: right at a shape whose K is over 1
+    (verdict.edge_advice)."""
+    return wrong_shapes(bad, good) + f"; at {first}: {check.where}" + edge_advice(check.at_edge, summed)
 
 
 def _on_gpu(spec: KernelSpec, params: dict, path: Path, verdict: Verdict) -> None:

@@ -62,6 +62,20 @@ class Verdict:
         return "\n".join([head, *body])
 
 
+def wrong_shapes(bad: list[str], good: list[str], where: str = "") -> str:
+    """Which shapes gave wrong results and which right: the pattern points at the cause. `where`: " on the CPU"."""
+    return f"wrong results{where} at {', '.join(bad)}" + (f", right at {', '.join(good)}" if good else "")
+
+
+def edge_advice(at_edge: bool, summed: bool) -> str:
+    """The advice to look at the edges, where the first wrong elements lie at them, or where a shape whose K is over 1
+    was right (`summed`) beside the wrong ones; else nothing. A shape whose K is 1 proves nothing about the edges:
+    any sum of one product is right."""
+    if not (at_edge or summed):
+        return ""
+    return ": look at the edge predicates (the rows and columns past M, N and K) or the leading dimensions"
+
+
 def shown_path(path: Path) -> str:
     """A path as a learner reads it and a saved notebook may keep it: relative to the working folder
     where it lies inside it (a notebook's folder), else from ~, else whole."""

@@ -45,10 +45,12 @@ def test_skinny_is_right_on_every_load_path(cfg):
 
 def small_k_shapes(edge: int) -> list[Problem]:
     """K of 1 up to what EDGE holds (4 EDGE), with N not a multiple of 4 or of 32, one row and many, padded rows,
-    alpha and beta."""
+    alpha and beta; and a K of every count of quads, 1 to EDGE (each runs a build of the row loop of its own),
+    ending 1 to 4 into its last quad."""
     k = 4 * edge
     return [Problem(1, 1, 1), Problem(5, 130, max(1, k - 1)), Problem(2049, 7, k, alpha=0.5, beta=-1.0),
-            Problem(33, 100, k, lda=k + 3, ldb=104, ldc=101, alpha=-2.0, beta=0.25), Problem(3000, 4099, k)]
+            Problem(33, 100, k, lda=k + 3, ldb=104, ldc=101, alpha=-2.0, beta=0.25), Problem(3000, 4099, k)] + [
+        Problem(37, 70, 4 * quads - quads % 4, beta=0.5) for quads in range(1, edge + 1)]
 
 
 @pytest.mark.gpu
