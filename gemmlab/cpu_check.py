@@ -39,11 +39,20 @@ def runnable(spec: KernelSpec, params: dict, p: Problem) -> tuple[Problem | None
 _ORDER = {"forward": "first to last", "reverse": "last to first"}
 
 
-def on_cpu(spec: KernelSpec, params: dict, path: Path, verdict: Verdict) -> None:
-    from .progress import transient
+def steps(spec: KernelSpec, params: dict) -> int:
+    """The steps of `on_cpu`, for a progress bar: the build, then each shape and the other configuration."""
+    return len(cpu_shapes(spec, params)) + 2
+
+
+def on_cpu(spec: KernelSpec, params: dict, path: Path, verdict: Verdict, bar=None) -> None:
+    """`bar`: the caller's progress bar, moved a step at a time (`steps`); without one, a bar of its own, gone
+    when the verdict comes."""
     shapes = cpu_shapes(spec, params)
-    # a few seconds of compiling and running: a bar while they last, gone when the verdict comes
-    with transient(len(shapes) + 2, "checking on the CPU") as bar:
+    if bar is not None:
+        _on_cpu_steps(spec, params, path, verdict, shapes, bar)
+        return
+    from .progress import transient
+    with transient(steps(spec, params), "checking on the CPU") as bar:
         _on_cpu_steps(spec, params, path, verdict, shapes, bar)
 
 
@@ -87,6 +96,7 @@ def _on_cpu_steps(spec: KernelSpec, params: dict, path: Path, verdict: Verdict, 
         verdict.add(True, f"correct on the CPU at {_count(len(good), 'shape')} ({', '.join(good)}), its threads "
                           f"run first to last and last to first between barriers")
         _other_configuration(spec, params, path, verdict)
+        bar.update()
         return
     label, wrong = first
     schedule, result = next(iter(wrong.items()))

@@ -18,6 +18,7 @@ from pathlib import Path
 from . import cpu_check, device, registry, sass
 from .compile import CompileError, compile_kernel
 from .files import UnusableDirectory, private_dir, write_atomic
+from .progress import transient
 from .spec import IllegalConfig, KernelSpec, Problem, UnsupportedShape
 from .verdict import Verdict, edge_advice, shape_words, shown_path, wrong_shapes
 
@@ -287,11 +288,24 @@ def check(chapter: str | int, file: str | Path | None = None, which: str = "lear
     except IllegalConfig as exc:
         verdict.add(False, f"the exercise's configuration breaks a rule: {exc}")
         return verdict
+    if gpu is None:
+        gpu = device.available()
+    # compiling, reading the SASS and running take seconds: one bar from the first step, gone with the verdict
+    steps, where = (3, "on the GPU") if gpu else (2 + cpu_check.steps(spec, full), "on the CPU") if cpu else (2, "")
+    with transient(steps, f"checking {where}".strip()) as bar:
+        _compiled_and_run(spec, full, path, verdict, gpu, cpu, bar)
+    return verdict
+
+
+def _compiled_and_run(spec: KernelSpec, full: dict, path: Path, verdict: Verdict, gpu: bool, cpu: bool, bar) -> None:
+    """The checks past the file's text: it compiles, its SASS holds the chapter's change, and its results (and on
+    a GPU, its speed)."""
     try:
         mine = compile_kernel(spec, full, source=path)
     except CompileError as exc:
         verdict.add(False, _compile_lines(exc, path))
-        return verdict
+        return
+    bar.update()
     theirs = compile_kernel(spec, full)
     r = mine.resources
     verdict.add(True, f"compiles for {mine.arch}: {r.registers} registers, {r.static_smem + spec.dynamic_smem(full)} B "
@@ -299,18 +313,17 @@ def check(chapter: str | int, file: str | Path | None = None, which: str = "lear
     if r.spills and not theirs.resources.spills:
         verdict.add(False, f"spills {r.spill_stores} B of registers to local memory; the chapter's kernel spills none")
     _evidence(spec, mine, theirs, verdict)
-    if gpu is None:
-        gpu = device.available()
+    bar.update()
     if gpu:
         _gpu_in_child(spec, path, verdict)
-        return verdict
+        bar.update()
+        return
     why = device.why_unavailable().split(";")[0] if not device.available() else "not asked for"
     if cpu:
-        cpu_check.on_cpu(spec, full, path, verdict)
+        cpu_check.on_cpu(spec, full, path, verdict, bar)
     else:
         verdict.not_run.append("correctness: not asked for")
     verdict.not_run.append(f"speed: not measured, it needs a GPU ({why})")
-    return verdict
 
 
 def start_verdict(spec, file: str | Path | None, which: str) -> Verdict:

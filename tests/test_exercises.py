@@ -82,6 +82,36 @@ def test_a_compile_error_names_the_learners_file_and_line(tmp_path):
     assert f"{path}({line})" in failed[0] and "A_" in failed[0]
 
 
+class _Bar:
+    def __init__(self, total, desc):
+        self.total, self.desc, self.n = total, desc, 0
+
+    def update(self, n=1):
+        self.n += n
+
+
+def test_one_bar_covers_a_check_from_its_compile_on(monkeypatch):
+    """The compile and the SASS take seconds before any run: they are steps of the check's one bar, which a
+    passing check fills; the CPU run moves the same bar on (no second one)."""
+    import contextlib
+    bars, handed = [], []
+
+    @contextlib.contextmanager
+    def recorded(total, desc, enabled=True):
+        bars.append(_Bar(total, desc))
+        yield bars[-1]
+
+    monkeypatch.setattr(exercises, "transient", recorded)
+    assert exercises.check("01", which="solution", gpu=False, cpu=False).lines[-1][0]
+    assert [(b.desc, b.total, b.n) for b in bars] == [("checking", 2, 2)]
+    monkeypatch.setattr(exercises.cpu_check, "on_cpu", lambda spec, full, path, verdict, bar: handed.append(bar))
+    exercises.check("01", which="solution", gpu=False)
+    assert bars[-1].desc == "checking on the CPU" and handed == [bars[-1]]
+    spec = registry.KERNELS["01_naive"]
+    assert bars[-1].total == 2 + exercises.cpu_check.steps(spec, spec.resolve(spec.exercise.params))
+    assert bars[-1].n == 2, "the compile and the SASS, before the CPU run"
+
+
 def test_the_learners_copy_is_made_once_and_kept(workspace):
     path = exercises.start("03")
     assert path.parent == workspace and path.read_text() == exercises.starter_text(registry.get("03"))
