@@ -9,7 +9,7 @@ import threading
 import ipywidgets as w
 
 from . import bench, config_plots, course, records, registry, results
-from .compile import CompileError, compile_kernel
+from .compile import CompileError, compile_kernel, ready
 from .spec import IllegalConfig, Problem, UnsupportedShape
 
 
@@ -71,6 +71,13 @@ def explorer(name: str, arch: str | None = None):
     def update(_=None):
         with busy:
             params = {k: s.value for k, s in sliders.items()}
+            if not ready(spec, params, arch):
+                # a compile takes seconds: say so at once, and show nothing of the configuration before
+                report.clear_output()
+                result.clear_output()
+                show_chart(None)
+                with report:
+                    print(f"compiling {' '.join(f'{k}={v}' for k, v in params.items())} (a few seconds)...")
             report.clear_output(wait=True)
             result.clear_output(wait=True)
             with report:

@@ -40,6 +40,31 @@ def test_the_explorer_builds_and_answers_its_sliders(capsys):
     assert chart.value == b"" and chart.layout.display == "none", "no chart of another configuration stays"
 
 
+def test_a_move_that_compiles_says_so_at_once_and_hides_the_old_chart(capsys, monkeypatch):
+    """A compile takes seconds: before it starts the explorer says what it compiles, and no chart of the last
+    configuration stays beside that; a configuration already built says nothing of compiling."""
+    box = widgets.explorer("03", arch="sm_90")
+    sliders, chart = _controls(box), box.children[-1]
+    assert chart.layout.display != "none"
+    seen, compile_kernel = [], widgets.compile_kernel
+
+    def watched(*args, **kwargs):
+        seen.append((capsys.readouterr().out, chart.layout.display))
+        return compile_kernel(*args, **kwargs)
+
+    monkeypatch.setattr(widgets, "compile_kernel", watched)
+    monkeypatch.setattr(widgets, "ready", lambda *args: False)
+    capsys.readouterr()
+    sliders["TILE"].value = 16
+    said, shown = seen[-1]
+    assert "compiling" in said and "TILE=16" in said and shown == "none"
+    assert "TFLOP/s" in capsys.readouterr().out and chart.layout.display != "none"
+    monkeypatch.setattr(widgets, "ready", lambda *args: True)
+    sliders["TILE"].value = 32
+    said, shown = seen[-1]
+    assert "compiling" not in said and shown != "none"
+
+
 def test_a_size_the_configuration_refuses_names_its_rule_and_draws_no_chart(capsys):
     """Chapter 12's SIDE=2 takes a K of 32 or less, and the explorer's sizes are squares: it says which rule refuses the
     size, draws no chart, and moving back to a side that runs there shows its result again."""
