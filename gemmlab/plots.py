@@ -4,6 +4,7 @@ stalls of profiles. Every figure here and in config_plots.py and pictures.py end
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import matplotlib.lines as mlines
 import matplotlib.text as mtext
 import numpy as np
 
@@ -17,21 +18,35 @@ def finish(fig, label: str):
     plt.show()
 
 
-def roofline(points, peak_gflops: float, bandwidth_gbs: float, label: str, note: str = ""):
+def roofline(points, peak_gflops: float, bandwidth_gbs: float, label: str, note: str = "",
+             partners: tuple[list[float], str, str] | None = None):
     """points: (name, FLOP/byte, GFLOP/s). The roof is min(peak, bandwidth x intensity). The ridge's
     label stands along its line at the bottom of the plot, on the side with no point near it, and
-    the peak's label above the roof, where no point can be."""
-    fig, ax = plt.subplots(figsize=(7, 4.2) if len(points) <= 12 else (9, 5.6))   # room for many names
+    the peak's label above the roof, where no point can be. partners: (GFLOP/s beside each point, at its
+    intensity, what the points are, what the partners are): each drawn hollow in its point's colour and joined
+    to it, unnamed (a legend says which is which), so that a pair reads as one shape."""
+    markers = len(points) * (2 if partners else 1)
+    fig, ax = plt.subplots(figsize=(7, 4.2) if markers <= 12 else (9, 5.6))   # room for many names
     xs = np.logspace(-1.5, 3.5, 200)
     ax.loglog(xs, [model.attainable_gflops(x, peak_gflops, bandwidth_gbs) / 1e3 for x in xs], "k-", lw=1.5)
     ridge = model.ridge_point(peak_gflops, bandwidth_gbs)
     ax.axvline(ridge, color="0.7", ls=":", lw=1)
     colours = [ax.loglog([x], [y / 1e3], "o")[0].get_color() for _, x, y in points]
+    hollow = []
+    if partners:
+        gflops, ours, theirs = partners
+        for (_, x, y), g, c in zip(points, gflops, colours):
+            ax.loglog([x, x], [y / 1e3, g / 1e3], "-", color=c, lw=0.8, alpha=0.6)
+            ax.loglog([x], [g / 1e3], "o", color=c, markerfacecolor="none", markeredgewidth=1.2)
+            hollow.append((x, g / 1e3))
+        ax.legend(handles=[mlines.Line2D([], [], color="0.3", marker="o", ls="none", label=ours),
+                           mlines.Line2D([], [], color="0.3", marker="o", ls="none", markerfacecolor="none",
+                                         label=theirs)], fontsize=8, loc="lower right")
     ax.set_ylim(top=peak_gflops / 1e3 * 2.2)
     low, high = ax.get_ylim()
     ax.annotate(f"FP32 peak {peak_gflops / 1e3:.1f} TFLOP/s", (ridge, peak_gflops / 1e3), xytext=(4, 3),
                 textcoords="offset points", fontsize=8, ha="left", va="bottom")
-    _point_labels(ax, [(name, x, y / 1e3, c) for (name, x, y), c in zip(points, colours)])
+    _point_labels(ax, [(name, x, y / 1e3, c) for (name, x, y), c in zip(points, colours)], obstacles=hollow)
     # the label spans the lowest ~40% of the plot (log scale), 5-25% of a decade beside the line
     near = lambda side: sum(1 for _, x, y in points
                             if 0 < side * np.log10(x / ridge) < 0.25 and np.log10(y / 1e3 / low) < 0.45 * np.log10(high / low))
@@ -46,7 +61,7 @@ def roofline(points, peak_gflops: float, bandwidth_gbs: float, label: str, note:
     finish(fig, label)
 
 
-def _point_labels(ax, points, height: float = 0.045):
+def _point_labels(ax, points, height: float = 0.045, obstacles=()):
     """Names (coloured like their points) for points (name, x, y, colour) on log-log axes, top down:
     each in the first place beside its point (right, left, above, below) that covers no point, no
     label placed before it and no word already on the axes, else in the free place inside the axes
@@ -78,7 +93,8 @@ def _point_labels(ax, points, height: float = 0.045):
         return min((width + 4) / box_w, 0.98)
 
     at = [(frac(x, x0, x1), frac(y, y0, y1)) for _, x, y, _ in points]
-    boxes = [(fx - 0.012, fy - 0.02, fx + 0.012, fy + 0.02) for fx, fy in at] + boxes_before   # markers, words
+    marks = at + [(frac(x, x0, x1), frac(y, y0, y1)) for x, y in obstacles]     # unnamed markers are kept clear too
+    boxes = [(fx - 0.012, fy - 0.02, fx + 0.012, fy + 0.02) for fx, fy in marks] + boxes_before   # markers, words
 
     def overlaps(box):
         return sum(not (box[2] <= b[0] or b[2] <= box[0] or box[3] <= b[1] or b[3] <= box[1]) for b in boxes)
