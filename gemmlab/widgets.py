@@ -71,7 +71,7 @@ def explorer(name: str, arch: str | None = None):
     def update(_=None):
         with busy:
             params = {k: s.value for k, s in sliders.items()}
-            if not ready(spec, params, arch):
+            if spec.is_legal(params) and not ready(spec, params, arch):
                 # a compile takes seconds: say so at once, and show nothing of the configuration before
                 report.clear_output()
                 result.clear_output()

@@ -42,7 +42,7 @@ def test_the_explorer_builds_and_answers_its_sliders(capsys):
 
 def test_a_move_that_compiles_says_so_at_once_and_hides_the_old_chart(capsys, monkeypatch):
     """A compile takes seconds: before it starts the explorer says what it compiles, and no chart of the last
-    configuration stays beside that; a configuration already built says nothing of compiling."""
+    configuration stays beside that; a configuration already built, or refused, says nothing of compiling."""
     box = widgets.explorer("03", arch="sm_90")
     sliders, chart = _controls(box), box.children[-1]
     assert chart.layout.display != "none"
@@ -63,6 +63,11 @@ def test_a_move_that_compiles_says_so_at_once_and_hides_the_old_chart(capsys, mo
     sliders["TILE"].value = 32
     said, shown = seen[-1]
     assert "compiling" not in said and shown != "none"
+    capsys.readouterr()
+    monkeypatch.setattr(widgets, "ready", lambda *args: False)
+    sliders["TILE"].value = 8                       # refused by a rule: nothing is compiled
+    out = capsys.readouterr().out
+    assert "refused" in out and "compiling" not in out
 
 
 def test_a_size_the_configuration_refuses_names_its_rule_and_draws_no_chart(capsys):
