@@ -18,6 +18,10 @@ def finish(fig, label: str):
     plt.show()
 
 
+# colours past the default ten, far from them and from each other (Sasha Trubetskoy's "20 simple, distinct colors")
+DISTINCT = ["#000075", "#808000", "#9A6324", "#469990", "#e6194B", "#3cb44b", "#f032e6", "#42d4f4"]
+
+
 def roofline(points, peak_gflops: float, bandwidth_gbs: float, label: str, note: str = "",
              partners: tuple[list[float], str, str] | None = None):
     """points: (name, FLOP/byte, GFLOP/s). The roof is min(peak, bandwidth x intensity). The ridge's
@@ -31,7 +35,10 @@ def roofline(points, peak_gflops: float, bandwidth_gbs: float, label: str, note:
     ax.loglog(xs, [model.attainable_gflops(x, peak_gflops, bandwidth_gbs) / 1e3 for x in xs], "k-", lw=1.5)
     ridge = model.ridge_point(peak_gflops, bandwidth_gbs)
     ax.axvline(ridge, color="0.7", ls=":", lw=1)
-    colours = [ax.loglog([x], [y / 1e3], "o")[0].get_color() for _, x, y in points]
+    # more points than the default cycle's 10 colours: more colours, so that no two shapes share one
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"] + (DISTINCT if len(points) > 10 else [])
+    colours = [ax.loglog([x], [y / 1e3], "o", color=palette[n % len(palette)])[0].get_color()
+               for n, (_, x, y) in enumerate(points)]
     hollow = []
     if partners:
         gflops, ours, theirs = partners
@@ -46,7 +53,11 @@ def roofline(points, peak_gflops: float, bandwidth_gbs: float, label: str, note:
     low, high = ax.get_ylim()
     ax.annotate(f"FP32 peak {peak_gflops / 1e3:.1f} TFLOP/s", (ridge, peak_gflops / 1e3), xytext=(4, 3),
                 textcoords="offset points", fontsize=8, ha="left", va="bottom")
-    _point_labels(ax, [(name, x, y / 1e3, c) for (name, x, y), c in zip(points, colours)], obstacles=hollow)
+    # names keep clear of the hollow points and of the roof itself (a name struck through by it reads badly)
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    roof = [(x, model.attainable_gflops(x, peak_gflops, bandwidth_gbs) / 1e3) for x in np.logspace(np.log10(x0), np.log10(x1), 160)]
+    _point_labels(ax, [(name, x, y / 1e3, c) for (name, x, y), c in zip(points, colours)],
+                  obstacles=hollow + [(x, y) for x, y in roof if y0 <= y <= y1])
     # the label spans the lowest ~40% of the plot (log scale), 5-25% of a decade beside the line
     near = lambda side: sum(1 for _, x, y in points
                             if 0 < side * np.log10(x / ridge) < 0.25 and np.log10(y / 1e3 / low) < 0.45 * np.log10(high / low))

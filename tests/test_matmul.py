@@ -373,6 +373,30 @@ def test_a_product_taller_than_cudas_grid_runs_in_several_launches():
                   what="wide, both transposed")
 
 
+def test_names_off_the_band_never_cover_each_other_however_close_their_points(monkeypatch):
+    """Chapter 14 named 128^3 and 192^3, two calls of a few microseconds under the band, one over the other; and two
+    calls over it lie close too. Each name stands a line past the one before it, on either side of the band."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.text as mtext
+    from gemmlab.library import plots
+    monkeypatch.setattr(plt, "show", lambda: None)
+    rows = [{"M": 64 * i, "N": 64, "K": 64, "predicted_us": 10.0 * i, "ms": 0.01 * i, "plan_kernel": "11_last_wave"}
+            for i in range(1, 30)]
+    rows += [{"M": m, "N": m, "K": m, "predicted_us": us, "ms": us * r / 1e3, "plan_kernel": "12_skinny"}
+             for m, us, r in ((128, 5.5, 0.84), (192, 6.9, 0.84), (256, 6.2, 0.8))]
+    rows += [{"M": m, "N": 8, "K": m, "predicted_us": us, "ms": us * r / 1e3, "plan_kernel": "13_split_k"}
+             for m, us, r in ((768, 31.8, 1.12), (4096, 38.5, 1.12), (320, 36.0, 1.2))]
+    plots.predicted_against_measured(rows, "label")
+    fig = plt.gcf()
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [(t.get_text(), mtext.Text.get_window_extent(t, renderer)) for t in fig.axes[0].texts]
+    assert len(boxes) == 6
+    assert not [(a, b) for i, (a, box) in enumerate(boxes) for b, other in boxes[i + 1:] if box.overlaps(other)]
+
+
 def test_every_kernels_points_stay_in_sight_and_the_shapes_off_the_band_are_named(monkeypatch):
     """library.plots.predicted_against_measured: where points of two kernels lie on each other both stay in sight
     (chapter 14 hid chapter 10's one point under chapter 11's, then chapter 13's under chapter 12's): hollow markers,

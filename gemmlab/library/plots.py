@@ -33,14 +33,36 @@ def predicted_against_measured(rows: list[dict], label: str, worked: tuple[int, 
         mine = points[kernel]
         ax.scatter(pred[mine], took[mine], s=30, marker=marks[kernel], facecolors="none", edgecolors=colours[kernel],
                    linewidths=1.3, label=kernel, zorder=3 + z)
-    # every shape off the band by name (the prose names them): above the band to the left, one over another in the
-    # order of their points' heights (so that no leader line crosses another label), below it to the right; and the
-    # worked shape, below and to the right
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("predicted by the plan (us)")
+    ax.set_ylabel("measured, the whole call (us)")
     ratio = took / pred
     off = np.abs(ratio - 1)                     # each prediction's error, for the names and the title
+    ax.set_title(f"gemmlab.matmul over {len(rows)} shapes: the plan's prediction against the call's time\n"
+                 f"median error {np.median(off):.1%}, largest {off.max():.1%}", fontsize=9)
+    handles, names = ax.get_legend_handles_labels()
+    order = ([i for i, n in enumerate(names) if n not in kernels]          # the band and the diagonal, then by name
+             + sorted((i for i, n in enumerate(names) if n in kernels), key=lambda i: names[i]))
+    ax.legend([handles[i] for i in order], [names[i] for i in order], fontsize=7, loc="upper left")
+    fig.text(0.99, 0.005, label, ha="right", va="bottom", fontsize=7, color="0.4")
+    fig.tight_layout(rect=(0, 0.02, 1, 1))      # before the names: they are placed on the axes as drawn
+    # every shape off the band by name (the prose names them): above the band to the left, below it to the right,
+    # each a line (12 points) past the one before it, in the order of their points' heights, so that neither two
+    # names nor a leader line and a name cross, however close the points (two calls of a few microseconds lie
+    # close together under the band); and the worked shape, below and to the right
+    height = lambda i: ax.transData.transform((pred[i], took[i]))[1] * 72 / fig.dpi      # in points
     off_band = [i for i in range(len(rows)) if off[i] > 0.1]
-    above = sorted((i for i in off_band if ratio[i] > 1), key=lambda i: (took[i], pred[i]))
-    spots = {i: ((-10, 10 + 12 * above.index(i)), "right") if i in above else ((10, -3), "left") for i in off_band}
+    spots = {}
+    for side, dx, first, step, align in ((1, -10, 10, 12, "right"), (-1, 10, -3, -12, "left")):
+        group = sorted((i for i in off_band if (ratio[i] > 1) == (side > 0)), key=lambda i: side * took[i])
+        last = None
+        for i in group:
+            y = height(i) + first if last is None else max(height(i) + first, last + step) if side > 0 else \
+                min(height(i) + first, last + step)
+            spots[i], last = ((dx, y - height(i)), align), y
     spots.update({i: ((8, -14), "left") for i, r in enumerate(rows)
                   if worked is not None and (r["M"], r["N"], r["K"]) == tuple(worked)})
     for i, (offset, align) in spots.items():
@@ -49,20 +71,6 @@ def predicted_against_measured(rows: list[dict], label: str, worked: tuple[int, 
         ax.annotate(f"{r['M']} x {r['N']} x {r['K']}", (pred[i], took[i]), xytext=offset, textcoords="offset points",
                     ha=align, va="center", fontsize=8,
                     arrowprops={"arrowstyle": "-", "color": "0.4", "relpos": (1, 0.5) if align == "right" else (0, 0.5)})
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    ax.set_xlabel("predicted by the plan (us)")
-    ax.set_ylabel("measured, the whole call (us)")
-    ax.set_title(f"gemmlab.matmul over {len(rows)} shapes: the plan's prediction against the call's time\n"
-                 f"median error {np.median(off):.1%}, largest {off.max():.1%}", fontsize=9)
-    handles, names = ax.get_legend_handles_labels()
-    order = ([i for i, n in enumerate(names) if n not in kernels]          # the band and the diagonal, then by name
-             + sorted((i for i, n in enumerate(names) if n in kernels), key=lambda i: names[i]))
-    ax.legend([handles[i] for i in order], [names[i] for i in order], fontsize=7, loc="upper left")
-    fig.text(0.99, 0.005, label, ha="right", va="bottom", fontsize=7, color="0.4")
-    fig.tight_layout(rect=(0, 0.02, 1, 1))
     plt.show()
 
 
