@@ -32,7 +32,8 @@ def roofline(points, peak_gflops: float, bandwidth_gbs: float, label: str, note:
     markers = len(points) * (2 if partners else 1)
     fig, ax = plt.subplots(figsize=(7, 4.2) if markers <= 12 else (9, 5.6))   # room for many names
     xs = np.logspace(-1.5, 3.5, 200)
-    ax.loglog(xs, [model.attainable_gflops(x, peak_gflops, bandwidth_gbs) / 1e3 for x in xs], "k-", lw=1.5)
+    roof = [model.attainable_gflops(x, peak_gflops, bandwidth_gbs) / 1e3 for x in xs]
+    ax.loglog(xs, roof, "k-", lw=1.5)
     ridge = model.ridge_point(peak_gflops, bandwidth_gbs)
     ax.axvline(ridge, color="0.7", ls=":", lw=1)
     # more points than the default cycle's 10 colours: more colours, so that no two shapes share one
@@ -54,10 +55,8 @@ def roofline(points, peak_gflops: float, bandwidth_gbs: float, label: str, note:
     ax.annotate(f"FP32 peak {peak_gflops / 1e3:.1f} TFLOP/s", (ridge, peak_gflops / 1e3), xytext=(4, 3),
                 textcoords="offset points", fontsize=8, ha="left", va="bottom")
     # names keep clear of the hollow points and of the roof itself (a name struck through by it reads badly)
-    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
-    roof = [(x, model.attainable_gflops(x, peak_gflops, bandwidth_gbs) / 1e3) for x in np.logspace(np.log10(x0), np.log10(x1), 160)]
     _point_labels(ax, [(name, x, y / 1e3, c) for (name, x, y), c in zip(points, colours)],
-                  obstacles=hollow + [(x, y) for x, y in roof if y0 <= y <= y1])
+                  obstacles=hollow + [(x, y) for x, y in zip(xs, roof) if low <= y <= high])
     # the label spans the lowest ~40% of the plot (log scale), 5-25% of a decade beside the line
     near = lambda side: sum(1 for _, x, y in points
                             if 0 < side * np.log10(x / ridge) < 0.25 and np.log10(y / 1e3 / low) < 0.45 * np.log10(high / low))

@@ -60,9 +60,9 @@ def predicted_against_measured(rows: list[dict], label: str, worked: tuple[int, 
         group = sorted((i for i in off_band if (ratio[i] > 1) == (side > 0)), key=lambda i: side * took[i])
         last = None
         for i in group:
-            y = height(i) + first if last is None else max(height(i) + first, last + step) if side > 0 else \
-                min(height(i) + first, last + step)
-            spots[i], last = ((dx, y - height(i)), align), y
+            at = height(i)
+            y = at + first if last is None else side * max(side * (at + first), side * (last + step))
+            spots[i], last = ((dx, y - at), align), y
     spots.update({i: ((8, -14), "left") for i, r in enumerate(rows)
                   if worked is not None and (r["M"], r["N"], r["K"]) == tuple(worked)})
     for i, (offset, align) in spots.items():
