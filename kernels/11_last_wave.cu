@@ -57,7 +57,7 @@
 #ifndef SPLIT
 #define SPLIT 1
 #endif
-#define SPLIT_FLAGS 4096          // most tiles one launch may split (gemmlab/registry.py agrees)
+#define SPLIT_FLAGS 4096          // most tiles one launch may split (gemmlab/specs/ch11_last_wave.py agrees)
 #define THREADS ((BM / WM) * (BN / WN) * 32)
 #define WMITER (WM / 16)          // a sub-tile is 16 rows: 4 lane rows x 4
 #define WNITER (WN / 32)          // and 32 columns: 8 lane columns x 4
