@@ -104,7 +104,7 @@ def show_final_table(name: str) -> None:
 
 def show_shape_costs(name: str, shapes: list[tuple[int, int, int]]) -> None:
     """What each shape costs the kernel against a large square, from arithmetic alone (launch.launch, as
-    `python -m gemmlab plan M N K` prints it): waves, the copy path, the tiles' area, the roofline."""
+    `python -m gemmlab plan M N K --kernel NAME` prints it): waves, the copy path, the tiles' area, the roofline."""
     launches = [launch.launch(*shape, kernel=name) for shape in shapes]
     rows = [[f"{l.problem.M} x {l.problem.N} x {l.problem.K}", f"{l.tiles:,}", f"{l.slot_use:.0%}",
              f"{l.fast_tiles:,}" if l.fast_tiles is not None else "-", f"{l.covered:.0%}",

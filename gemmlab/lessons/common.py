@@ -166,7 +166,7 @@ def show_ladder(names: list[str] | None = None, size: int = 4096) -> None:
 def show_tuning(name: str, size: int = 4096) -> None:
     """The autotuner's search as a picture: every configuration the sliders offer, GFLOP/s against
     each tunable (live on a GPU, where the best is remembered for next time; else the recorded
-    sweep). `python -m gemmlab tune` searches every legal configuration."""
+    sweep). `python -m gemmlab tune` searches every legal configuration (up to its --max)."""
     spec = registry.get(name)
     src = results.here()
     rows, refused, note = src.search(spec, size)
