@@ -339,8 +339,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="search only these values of a tunable (repeatable)")
     p.add_argument("--top", type=cli_args.positive, default=15, help="how many of the best to list")
     p.add_argument("--sliders", action="store_true", help="only the values the chapter's sliders offer")
-    p.add_argument("--max", type=cli_args.positive, default=300,
-                   help="refuse a search of more configurations than this (default 300, about 5 minutes)")
+    p.add_argument("--max", type=cli_args.positive, default=cli_args.TUNE_MAX,
+                   help=f"refuse a search of more configurations than this (default {cli_args.TUNE_MAX}, about 5 minutes)")
     p.set_defaults(fn=cmd_tune)
     p = sub.add_parser("check", help="check a chapter's exercise: static checks anywhere, correctness and speed on a GPU")
     p.add_argument("kernel", help="chapter number or kernel name")

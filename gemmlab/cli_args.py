@@ -115,6 +115,10 @@ def record_only(args) -> dict[str, set[int]]:
     return only
 
 
+# The most configurations `gemmlab tune` searches unless --max raises it: about 5 minutes (a second each).
+TUNE_MAX = 300
+
+
 def tune_plan(args) -> tuple[tuple, dict]:
     """The size and the --only sets of a tune, checked before any GPU work: how many configurations,
     about how long, and a refusal above --max."""
