@@ -28,9 +28,9 @@ def show_tile_walk(name: str, steps: int = 3, size: int = 4096, **params) -> Non
 
 
 def show_sectors(name: str, size: int = 4096, **params) -> None:
-    """Warp 0's global loads of A and B in one step of k, and its stores of C: which addresses its
-    32 lanes touch, and how many 32-byte sectors per request that makes (what Nsight Compute counts
-    as sectors per request; 4 is the least for 32 floats)."""
+    """Warp 0's global loads of A and B in one step of its loop over K (a k, or a tile of K), and its stores of C:
+    which addresses its 32 lanes touch, and how many 32-byte sectors per request that makes (what Nsight Compute
+    counts as sectors per request; 4 is the least for 32 floats)."""
     spec = registry.get(name)
     full = spec.resolve(params)
     why = sectors_supported(spec)
@@ -40,8 +40,8 @@ def show_sectors(name: str, size: int = 4096, **params) -> None:
     problem = Problem(*results.shape(size))
     requests = warp_requests(spec, full, problem)
     rows = []
-    for operand, what in (("A", "load of A, per step of k"), ("B", "load of B, per step of k"),
-                          ("C", "store of C, at the end")):
+    step = "per tile of K" if spec.stages_tiles else "per k"      # what one step of the kernel's loop over K reads
+    for operand, what in (("A", f"load of A, {step}"), ("B", f"load of B, {step}"), ("C", "store of C, at the end")):
         mine = [r for r in requests if r.operand == operand]
         moved = sum(len(r.sectors) for r in mine) * SECTOR
         used = sum(len(set(r.addresses)) for r in mine) * FLOAT

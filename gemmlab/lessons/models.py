@@ -58,7 +58,8 @@ def sectors_supported(spec: KernelSpec) -> str | None:
 
 
 def warp_requests(spec: KernelSpec, params: Params, problem: Problem, warp: int = 0) -> list[Request]:
-    """Warp `warp`'s global loads of A and B in one step of k, and its stores of C, in block (0, 0).
+    """Warp `warp`'s global loads of A and B in one step of its loop over K (a k, or a tile of K where it stages
+    tiles), and its stores of C, in block (0, 0).
 
     Model: a thread's j-th access of each matrix touches its j-th element of the C tile in row-major
     order (the model's owner). For kernels that stage square tiles (02-04), the copies of the A and B tiles
