@@ -7,6 +7,10 @@ import itertools
 import matplotlib.pyplot as plt
 import numpy as np
 
+# A prediction within this share of the call's time is "within" it: the band drawn around the diagonal, and the rule
+# that names every shape outside it (one number for both, so that no point lies outside the band unnamed)
+BAND = 0.1
+
 
 def predicted_against_measured(rows: list[dict], label: str, worked: tuple[int, int, int] | None = None):
     """One point per shape of the suite: the time the plan predicted for the call it made (x) and the
@@ -18,10 +22,10 @@ def predicted_against_measured(rows: list[dict], label: str, worked: tuple[int, 
     took = np.array([r["ms"] * 1e3 for r in rows])
     lo, hi = min(pred.min(), took.min()) / 1.5, max(pred.max(), took.max()) * 1.5
     line = np.array([lo, hi])
-    # on log axes spanning decades the band is narrow: its edges are drawn too, so that it reads as a band. Its edges
-    # are the names' rule (an error over 10%: 0.9 and 1.1 times the prediction), so a point outside it is named
-    ax.fill_between(line, line * 0.9, line * 1.1, color="0.85", label="within 10%")
-    for edge in (line * 0.9, line * 1.1):
+    # on log axes spanning decades the band is narrow: its edges are drawn too, so that it reads as a band
+    edges = (line * (1 - BAND), line * (1 + BAND))
+    ax.fill_between(line, *edges, color="0.85", label=f"within {BAND:.0%}")
+    for edge in edges:
         ax.plot(line, edge, color="0.55", lw=0.7, ls="--")
     ax.plot(line, line, color="0.5", lw=0.8, label="measured = predicted")
     # a hollow marker of its own for each kernel, the kernels with fewest points drawn last: where points of two
@@ -55,7 +59,7 @@ def predicted_against_measured(rows: list[dict], label: str, worked: tuple[int, 
     # names nor a leader line and a name cross, however close the points (two calls of a few microseconds lie
     # close together under the band); and the worked shape, below and to the right
     height = lambda i: ax.transData.transform((pred[i], took[i]))[1] * 72 / fig.dpi      # in points
-    off_band = [i for i in range(len(rows)) if off[i] > 0.1]
+    off_band = [i for i in range(len(rows)) if off[i] > BAND]
     spots = {}
     for side, dx, first, step, align in ((1, -10, 10, 12, "right"), (-1, 10, -3, -12, "left")):
         group = sorted((i for i in off_band if (ratio[i] > 1) == (side > 0)), key=lambda i: side * took[i])
