@@ -133,6 +133,8 @@ def test_on_the_fitted_gpu_long_calls_calls_in_parts_and_options_not_at_hand_kee
     for shape in ((4096, 4096, 4096), (2049, 2048, 2048)):      # past TIE_BREAK_US; peeled (one row past 2048)
         plan = dispatch.plan(*shape)
         assert first_use.adjusted(plan, **never) is plan, shape
+    square = dispatch.plan(4096, 4096, 4096).choice.launch
+    assert square.fast_tiles == square.tiles, "no tile on a checked copy path: past TIE_BREAK_US, not timed"
     tall = dispatch.plan(3 * dispatch.ROWS_PER_LAUNCH + 1, 8, 8)
     assert tall.launches == 4 and first_use.adjusted(tall, **never) is tall
     unaligned = dispatch.plan(119, 26146, 121, aligned=False)   # the timing's operands would take another copy path
@@ -140,6 +142,30 @@ def test_on_the_fitted_gpu_long_calls_calls_in_parts_and_options_not_at_hand_kee
     plan = dispatch.plan(119, 26146, 121)          # a first call compiles nothing: only the plan's own is at hand
     monkeypatch.setattr(compiler, "ready", lambda spec, params, arch: params == plan.choice.launch.params)
     assert first_use.adjusted(plan, **never) is plan
+
+
+def test_on_the_fitted_gpu_a_long_call_with_checked_tiles_has_its_near_ties_timed(fitted):
+    """Past TIE_BREAK_US, a call whose tiles partly take a kernel's checked copy path (one constant per path prices
+    them) times its near ties too, where its operands are few enough to make on the host; 4096^3 (no checked tile,
+    the other test) and a call past TIE_BREAK_CHECKED_FLOATS keep the plan."""
+    plan = dispatch.plan(4097, 4095, 4096)
+    launch = plan.choice.launch
+    assert plan.predicted_us >= first_use.TIE_BREAK_US and launch.fast_tiles < launch.tiles
+    assert not plan.parts and len(_near_ties(plan)) >= 2
+    timed = []
+
+    def timer(options):
+        timed.append(options)
+        return [float(len(options) - i) for i in range(len(options))]      # the model's last is fastest
+    chosen = first_use.adjusted(plan, timer=timer, checker=lambda o: True)
+    assert [o.label for o in timed[0]] == [o.label for o in _near_ties(plan)]
+    assert chosen.choice.label == timed[0][-1].label != plan.choice.label
+    assert all(o.launch.problem == launch.problem for o in timed[0]), "the launch's own options (B copied)"
+    wide = dispatch.plan(512, 50257, 4096)         # checked tiles, but 208 million floats of A and B to make
+    p, w = wide.choice.launch.problem, wide.choice.launch
+    assert w.fast_tiles < w.tiles and p.M * p.lda + p.K * p.ldb > first_use.TIE_BREAK_CHECKED_FLOATS
+    assert wide.predicted_us >= first_use.TIE_BREAK_US and not wide.parts
+    assert first_use.adjusted(wide, timer=lambda options: pytest.fail("timed")) is wide
 
 
 def test_on_the_fitted_gpu_a_padded_call_is_tuned_among_its_launchs_options(fitted):

@@ -12,8 +12,9 @@ model of its own (docs/dispatch.md).
 
 On the GPU the model was fitted to, a small call's best options are often priced within a few percent of each
 other while they run up to a third apart (the model's error is largest where a call lasts tens of microseconds:
-docs/dispatch-history.md). There, the first call of a shape whose options the model prices within TIE of its best
-(the call predicted under TIE_BREAK_US) times those of them whose cubins are at hand (shipped or in the cache: a
+docs/dispatch-history.md), and so are a longer call's where some of its tiles take a kernel's checked copy path.
+There, the first call of a shape whose options the model prices within TIE of its best (the call predicted under
+TIE_BREAK_US, or with checked tiles and operands of up to TIE_BREAK_CHECKED_FLOATS) times those of them whose cubins are at hand (shipped or in the cache: a
 first call compiles nothing for this), keeps the fastest that is right, and remembers it for that shape exactly,
 quietly. The plan as `gemmlab plan` prints it stays the model's; the call's plan says what was timed.
 """
@@ -38,9 +39,13 @@ from .time_model import fitted_path, model, unsplit
 CANDIDATES = 4
 STORE_NAME = "matmul-tuned.json"
 # On the fitted GPU: options predicted within this share of the best are timed, where the call is predicted to
-# take less than TIE_BREAK_US (longer calls are priced within a few percent, and timing them costs more).
+# take less than TIE_BREAK_US (longer calls are priced within a few percent, and timing them costs more) ...
 TIE = 0.15
 TIE_BREAK_US = 1000.0
+# ... or where some of its tiles take a kernel's checked copy path, which one constant per path prices (4097 x 4095
+# x 4096 ran 19% over its price: docs/dispatch-history.md), and its A and B hold at most this many floats, which the
+# timing makes on the host: about 0.7 s more for a first call at 4097 x 4095 x 4096 on the H100.
+TIE_BREAK_CHECKED_FLOATS = 40_000_000
 TIE_BUDGET_S = 0.1
 # A class's choice on a GPU with no model serves every shape of the class: timed longer
 CLASS_BUDGET_S = 0.3
@@ -95,15 +100,18 @@ def _time_checked(options: list, budget_s: float = TIE_BUDGET_S, rows: int = 16)
     cp = device.cupy()
     p = dataclasses.replace(options[0].launch.problem, alpha=1.0, beta=0.0)
     rng = np.random.default_rng(0)
-    a = rng.random((p.M, p.lda), dtype=np.float32) - 0.5
-    b = rng.random((p.K, p.ldb), dtype=np.float32) - 0.5
+    # in place where it can: at 4097 x 4095 x 4096 each new array of B's size costs a first call a tenth of a second
+    a = rng.random((p.M, p.lda), dtype=np.float32)
+    a -= 0.5
+    b = rng.random((p.K, p.ldb), dtype=np.float32)
+    b -= 0.5
     A, B = cp.asarray(a)[:, :p.K], cp.asarray(b)[:, :p.N]
     c_rows = cp.empty((p.M, p.ldc), cp.float32)
     C = c_rows[:, :p.N]
     picked = sorted({0, p.M - 1, *rng.integers(0, p.M, max(rows - 2, 0)).tolist()})
     a_picked, b_used = a[picked, :p.K].astype(np.float64), b[:, :p.N].astype(np.float64)
     ref = a_picked @ b_used
-    bound = (p.K + 2) * bench.UNIT_ROUNDOFF * (np.abs(a_picked) @ np.abs(b_used)) + 1e-30
+    bound = (p.K + 2) * bench.UNIT_ROUNDOFF * (np.abs(a_picked) @ np.abs(b_used, out=b_used)) + 1e-30
     kernels = [bench.Kernel(o.launch.spec, o.launch.params, prebuilt=True) for o in options]
     right = []
     for k in kernels:
@@ -182,7 +190,7 @@ def _tie_break(plan: Plan, aligned: bool, timer, checker) -> Plan:
     parts (peeled) or in several launches keeps the plan; one it runs on a copy of B or in a padded buffer is
     tuned among its launch's options. So does a call on operands that do not start 16-byte aligned: the timing's own
     operands do, and a kernel's copy path is chosen by that at run time."""
-    if plan.core or plan.parts or plan.launches > 1 or not aligned or not plan.predicted_us < TIE_BREAK_US:
+    if plan.core or plan.parts or plan.launches > 1 or not aligned or not _priced_loosely(plan):
         return plan
     p = plan.choice.launch.problem
     path = _store_path()
@@ -203,6 +211,17 @@ def _tie_break(plan: Plan, aligned: bool, timer, checker) -> Plan:
         return plan               # nothing to choose between, or the plan's own choice not at hand
     chosen = _fastest_kept(near, plan.choice, timer, checker, TIE_BUDGET_S, path, store, key)
     return plan if chosen is None or _config(chosen) == _config(plan.choice) else _tied(plan, chosen)
+
+
+def _priced_loosely(plan: Plan) -> bool:
+    """Whether the model's price of the plan's options is loose enough to time its near ties: a call predicted under
+    TIE_BREAK_US, or one with tiles on its kernel's checked copy path whose operands are small enough to time."""
+    if plan.predicted_us < TIE_BREAK_US:
+        return True
+    launch = plan.choice.launch
+    p = launch.problem
+    checked = launch.fast_tiles is not None and launch.fast_tiles < launch.tiles
+    return checked and p.M * p.lda + p.K * p.ldb <= TIE_BREAK_CHECKED_FLOATS
 
 
 def _tied(plan: Plan, chosen) -> Plan:
