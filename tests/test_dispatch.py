@@ -458,6 +458,24 @@ def test_narrow_tiles_are_legal_and_timed_at_every_width_a_plan_may_pad_to():
     assert all(cfg["BN"] <= shape[1] for _, cfg, shape in jobs)
 
 
+def test_48_row_tiles_are_timed_at_every_training_shape_of_33_to_96_rows_at_the_height_a_plan_runs():
+    spec = registry.get("13_split_k")
+    assert training.SHORT_TILES and all(spec.is_legal(c) and c["BM"] == 48 for c in training.SHORT_TILES)
+    assert not any(c["BM"] == 48 for c in spec.explorer_configs()), "no slider offers them"
+    jobs = training.short_tile_jobs([(47, 68482, 93), (83, 26827, 44), (48, 4096, 14336), (32, 4096, 4096),
+                                     (97, 4096, 4096), (40, 100, 5000)])
+    by_shape = {}
+    for kernel, cfg, shape in jobs:
+        spec.check_shape(spec.resolve(cfg), Problem(*shape))
+        by_shape.setdefault(shape, set()).add((cfg["BN"], cfg["SPLIT"], cfg["STAGE_C"]))
+    # fewer than 48 rows at 48 (padded as a plan pads them); 32 and 97 rows: none; STAGE_C=1 only where N is ragged
+    assert set(by_shape) == {(48, 68482, 93), (83, 26827, 44), (48, 4096, 14336), (48, 100, 5000)}
+    assert {c[2] for c in by_shape[(48, 68482, 93)]} == {0, 1} and {c[2] for c in by_shape[(48, 4096, 14336)]} == {0}
+    assert {c[0] for c in by_shape[(48, 100, 5000)]} == {64}, "128 columns do not fit 100"
+    assert dispatch.row_pad_sizes(40) == (48, 64) and dispatch.pad_sizes(40) == (64,)
+    assert dispatch.row_pad_sizes(24) == (32, 64) and dispatch.row_pad_sizes(48) == (64,) and not dispatch.row_pad_sizes(64)
+
+
 def test_the_small_k_side_is_timed_past_the_sliders_at_the_smallest_edge_that_holds_k():
     spec = registry.get("12_skinny")
     jobs = training.small_k_tile_jobs([(41, 66570, 47), (4104, 5999, 18), (2048, 2048, 1), (119, 26146, 121)])

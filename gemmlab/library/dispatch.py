@@ -49,9 +49,11 @@ PEEL_MAX = 32
 # to 63 columns its narrow tiles on the padded C beat what can run C as it is (docs/dispatch-history.md).
 # Padded rows likewise: a C of fewer than PAD_BELOW rows may be run as one of M rounded up to whole tiles of
 # PAD_TILES rows (A copied into that many rows, C computed in a buffer that tall, its first M rows copied
-# back): chapter 13's 32-row tiles, which C of 9 to 31 rows refuses, against the streaming kernel.
+# back): chapter 13's 32-row tiles, which C of 9 to 31 rows refuses, against the streaming kernel; and a C of 33
+# to 47 rows also as one of 48, for its 48-row tiles (taller C run them as they are, the last tile moved back).
 PAD_BELOW = 128
 PAD_TILES = (32, 64)
+PAD_SHORT_ROWS = 48
 # The most rows of C one launch takes: CUDA's 65,535 block rows of the smallest tile any kernel has (8
 # rows). gemmlab.matmul runs a taller product in launches of this many rows.
 ROWS_PER_LAUNCH = 65535 * 8
@@ -392,6 +394,12 @@ def pad_sizes(n: int) -> tuple[int, ...]:
     return () if n >= PAD_BELOW else tuple(sorted({-(-n // w) * w for w in PAD_TILES} - {n}))
 
 
+def row_pad_sizes(n: int) -> tuple[int, ...]:
+    """The heights a C of n rows may be run at: pad_sizes, and PAD_SHORT_ROWS for 33 to 47 rows."""
+    short = {PAD_SHORT_ROWS} if PAD_TILES[0] < n < PAD_SHORT_ROWS else set()
+    return tuple(sorted(set(pad_sizes(n)) | short))
+
+
 def _padded(p: Problem, dev: dict, gpu: str, aligned: bool, m: Model) -> list[Plan]:
     """A C of fewer than PAD_BELOW columns (rows) run as a wider (taller) one, PAD_TILES: the bigger product's
     own plan, with the copies priced at the copy bandwidth: B (A) read and written into the bigger buffer, C's
@@ -405,7 +413,7 @@ def _padded(p: Problem, dev: dict, gpu: str, aligned: bool, m: Model) -> list[Pl
                         reshape=False)
         stage_us = _dram_us(m, dev, 4 * p.K * p.N * 2) + c_us
         found.append(dataclasses.replace(core, problem=p, stage_ldb=width, stage_us=stage_us, pad_n=width))
-    for height in pad_sizes(p.M):
+    for height in row_pad_sizes(p.M):
         core = plan_for(Problem(height, p.N, p.K, p.K, p.ldb, p.N, p.alpha, p.beta), dev, gpu, aligned,
                         reshape=False)
         stage_us = _dram_us(m, dev, 4 * p.M * p.K * 2) + c_us

@@ -251,14 +251,17 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
         new = dated(training.measure_training(shapes, training.DISPATCH_TRIES, progress))
         narrow = training.narrow_tile_jobs(training.FEW_COLUMNS_TRAINING_SHAPES)
         small_k = training.small_k_tile_jobs(training.DISPATCH_TRAINING_SHAPES)
+        short = training.short_tile_jobs(training.DISPATCH_TRAINING_SHAPES)
         if matmul_training == "new":
             narrow = [job for job in narrow if job[2] not in timed]
             rec = records.Record(path, data)
             fresh = {(r["kernel"], config_key(r["kernel"], r["params"]), records.shape_key(r)) for r in trained
                      if rec.row_is_fresh(r)}
             small_k = [job for job in small_k if (job[0], config_key(job[0], job[1]), job[2]) not in fresh]
+            short = [job for job in short if (job[0], config_key(job[0], job[1]), job[2]) not in fresh]
         new += dated(training.time_jobs(narrow, "chapter 13's narrow tiles", progress))
         new += dated(training.time_jobs(small_k, "chapter 12's small-K side", progress))
+        new += dated(training.time_jobs(short, "chapter 13's 48-row tiles", progress))
         # added to the earlier rounds' rows (a new timing of the same launch replaces the old): what an
         # earlier model chose and the GPU disproved stays in the fit, so a refit cannot choose it again
         training.save_rows(path, _merged(trained, new))

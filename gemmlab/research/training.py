@@ -8,7 +8,7 @@ from pathlib import Path
 from .. import bench, device, files, library, records, registry
 from ..compile import precompile
 from ..library import dispatch, time_model
-from ..spec import Problem
+from ..spec import Problem, UnsupportedShape
 # the suites and draws, named here too: the record and the .ci scripts take them from the measurements' module
 from .training_shapes import (CLASS_SUITE, CLASS_TRAINING_SHAPES, DISPATCH_TRAINING_SHAPES, DISPATCH_TRIES,
                               DRAWN_CLASSES, FEW_COLUMNS_TRAINING_SHAPES, HEATMAP_K, HEATMAP_SIZES, MATMUL_REPS,
@@ -71,6 +71,36 @@ def narrow_tile_jobs(shapes) -> list[tuple[str, dict, tuple[int, int, int]]]:
     tile of."""
     return [(narrow_tile_kernel().name, cfg, (M, width, K)) for M, N, K in shapes for width in padded_widths(N)
             for cfg in NARROW_TILES if cfg["BN"] <= width and cfg["BM"] <= M]
+
+
+# Chapter 13's 48-row tiles (BM=48: one warp row of three 16-row sub-tiles), which no slider offers: for a C of 33
+# to 96 rows, which 32- and 64-row tiles cover with up to twice its rows. 64 or 128 columns in warps 32 wide, each
+# tile split in 1 to 16 along K (few rows make few tiles), C staged through shared memory too where its rows are
+# ragged. Timed at every training shape of 33 to 96 rows, at the height a plan runs it (a C of fewer than 48 rows
+# padded to 48), so that the fit can make them candidates where they are fastest.
+SHORT_ROWS = (33, 96)
+SHORT_TILES = tuple(narrow_tile_kernel().resolve(cfg) for cfg in (     # whole: a round skips those timed before
+    {"BM": 48, "WM": 48, "BN": bn, "WN": 32, "SPLIT": split, "STAGE_C": stage_c}
+    for bn in (64, 128) for split in (1, 2, 4, 8, 16) for stage_c in (0, 1))
+    if narrow_tile_kernel().is_legal(cfg))
+
+
+def short_tile_jobs(shapes) -> list[tuple[str, dict, tuple[int, int, int]]]:
+    """(kernel, configuration, shape) of SHORT_TILES at each shape of SHORT_ROWS rows, at least 48 rows tall (padded
+    as a plan pads it); STAGE_C=1 only where C's rows are ragged (elsewhere it runs the same stores)."""
+    spec = narrow_tile_kernel()
+    low, high = SHORT_ROWS
+    jobs = [(spec.name, cfg, (max(M, cfg["BM"]), N, K)) for M, N, K in shapes if low <= M <= high
+            for cfg in SHORT_TILES if cfg["BN"] <= N and (N % 4 or not cfg["STAGE_C"])]
+    return [job for job in jobs if _runs(spec, job[1], job[2])]
+
+
+def _runs(spec, params: dict, shape) -> bool:
+    try:
+        spec.check_shape(params, Problem(*shape))
+        return True
+    except UnsupportedShape:
+        return False
 
 
 # Chapter 12's small-K side (SIDE=2) as no slider offers it: warps side by side (ACROSS of 2 to 8) in blocks of 128

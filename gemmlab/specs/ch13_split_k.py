@@ -93,7 +93,10 @@ def _store_twins(p, pr) -> list:
     return [{**p, "STAGE_C": 1 - p["STAGE_C"]}] if pr.ldc % 4 else []
 
 
-TILE_SIDES = (32, 64, 128, 256)      # BM's and BN's values
+TILE_SIDES = (32, 64, 128, 256)      # BN's values, and BM's besides SHORT_SIDE
+# 48 rows: one warp row of three 16-row sub-tiles (WM=48), for a C of 33 to 48 rows (or a few tiles' more), where
+# 64-row tiles, or two 32-row ones, compute up to twice its rows (docs/dispatch-history.md, round 28)
+SHORT_SIDE = 48
 
 
 def _smaller_tiles(p, pr) -> str:
@@ -122,10 +125,11 @@ SPEC = KernelSpec(
     technique="edge tiles moved inside C and K's remainder zero-filled (no checked copies), small tiles, and every "
               "tile split along K, the pieces summed from a workspace by the last to arrive",
     params=(
-        Param("BM", TILE_SIDES, 64, "rows of the block's C tile", slider=(32, 64, 128)),
+        Param("BM", tuple(sorted(TILE_SIDES + (SHORT_SIDE,))), 64, "rows of the block's C tile",
+              slider=(32, 64, 128)),
         Param("BN", TILE_SIDES, 64, "columns of the block's C tile", slider=(64, 128)),
         Param("BK", (8, 16, 32), 16, "K step: depth of one pipeline stage", slider=(16,)),
-        Param("WM", (32, 64), 32, "rows of a warp's C tile (sub-tiles of 16 rows)", slider=(32,)),
+        Param("WM", (32, SHORT_SIDE, 64), 32, "rows of a warp's C tile (sub-tiles of 16 rows)", slider=(32,)),
         Param("WN", (32, 64), 32, "columns of a warp's C tile (sub-tiles of 32 columns)", slider=(32, 64)),
         Param("STAGES", (2, 3, 4), 3, "shared-memory buffers in the copy pipeline", slider=(3,)),
         Param("KUNROLL", (4, 8, 16, 32), 16, "k steps unrolled at a time within a tile (code size)", slider=(16,)),
