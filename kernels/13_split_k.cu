@@ -251,8 +251,9 @@ __device__ __forceinline__ bool gather_pieces(float (&acc)[TROWS][TCOLS], unsign
     const size_t piece_stride = (size_t)tiles * QUADS * THREADS;
     // Every piece's part, its own too, in piece order: the same sum whichever piece came last. A
     // batch of quads is read a piece at a time, its loads all in flight together, so a piece costs
-    // one wait on L2 a batch rather than one a quad (8 quads: 32 registers more at most).
-    constexpr int BATCH = QUADS < 8 ? QUADS : 8;
+    // one wait on L2 a batch rather than one a quad (8 quads: 32 registers more at most). A batch divides
+    // the quads: a 48-row warp tile 32 columns wide has 12.
+    constexpr int BATCH = QUADS % 8 == 0 ? 8 : QUADS % 4 == 0 ? 4 : QUADS;
 #pragma unroll
     for (int q0 = 0; q0 < QUADS; q0 += BATCH) {
         float4 sum[BATCH];
