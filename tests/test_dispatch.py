@@ -473,7 +473,8 @@ def test_48_row_tiles_are_timed_at_every_training_shape_of_33_to_96_rows_at_the_
     assert {c[2] for c in by_shape[(48, 68482, 93)]} == {0, 1} and {c[2] for c in by_shape[(48, 4096, 14336)]} == {0}
     assert {c[0] for c in by_shape[(48, 100, 5000)]} == {64}, "128 columns do not fit 100"
     assert dispatch.row_pad_sizes(40) == (48, 64) and dispatch.pad_sizes(40) == (64,)
-    assert dispatch.row_pad_sizes(24) == (32, 64) and dispatch.row_pad_sizes(48) == (64,) and not dispatch.row_pad_sizes(64)
+    assert dispatch.row_pad_sizes(24) == (32, 64) and dispatch.row_pad_sizes(48) == (64,)
+    assert not dispatch.row_pad_sizes(64)
 
 
 def test_the_small_k_side_is_timed_past_the_sliders_at_the_smallest_edge_that_holds_k():

@@ -195,8 +195,8 @@ def test_a_c_of_few_columns_may_run_padded_to_whole_narrow_tiles():
 
 def test_a_c_of_few_rows_may_run_padded_to_whole_tiles():
     """Under PAD_BELOW rows the plan may run C as one of M rounded up to 32 or 64 rows (33 to 47 rows also to 48):
-    the taller problem's own plan (A and C that tall, A's rows packed), the copies priced on top; it says so. Where C is narrow
-    too, both are offered, each alone."""
+    the taller problem's own plan (A and C that tall, A's rows packed), the copies priced on top; it says so. Where
+    C is narrow too, both are offered, each alone."""
     dev, gpu = dispatch.device_facts()
     m = time_model.model(dev["name"])
     problem = dispatch.Problem(24, 4096, 11008, 11010, 4100, 4096)

@@ -14,9 +14,9 @@ On the GPU the model was fitted to, a small call's best options are often priced
 other while they run up to a third apart (the model's error is largest where a call lasts tens of microseconds:
 docs/dispatch-history.md), and so are a longer call's where some of its tiles take a kernel's checked copy path.
 There, the first call of a shape whose options the model prices within TIE of its best (the call predicted under
-TIE_BREAK_US, or with checked tiles and operands of up to TIE_BREAK_CHECKED_FLOATS) times those of them whose cubins are at hand (shipped or in the cache: a
-first call compiles nothing for this), keeps the fastest that is right, and remembers it for that shape exactly,
-quietly. The plan as `gemmlab plan` prints it stays the model's; the call's plan says what was timed.
+TIE_BREAK_US, or with checked tiles and operands of up to TIE_BREAK_CHECKED_FLOATS) times those of them whose
+cubins are at hand (shipped or in the cache: a first call compiles nothing for this), keeps the fastest that is
+right, and remembers it for that shape exactly, quietly. The plan as `gemmlab plan` prints it stays the model's; the call's plan says what was timed.
 """
 from __future__ import annotations
 
