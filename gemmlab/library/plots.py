@@ -21,7 +21,7 @@ def predicted_against_measured(rows: list[dict], label: str, worked: tuple[int, 
     pred = np.array([r["predicted_us"] for r in rows])
     took = np.array([r["ms"] * 1e3 for r in rows])
     lo, hi = min(pred.min(), took.min()) / 1.5, max(pred.max(), took.max()) * 1.5
-    line = np.array([lo, hi])
+    line = np.array([lo / 16, hi])             # past the lower limit, which the names below may move down
     # on log axes spanning decades the band is narrow: its edges are drawn too, so that it reads as a band
     edges = (line * (1 - BAND), line * (1 + BAND))
     ax.fill_between(line, *edges, color="0.85", label=f"within {BAND:.0%}")
@@ -60,22 +60,42 @@ def predicted_against_measured(rows: list[dict], label: str, worked: tuple[int, 
     # close together under the band); and the worked shape, below and to the right
     height = lambda i: ax.transData.transform((pred[i], took[i]))[1] * 72 / fig.dpi      # in points
     off_band = [i for i in range(len(rows)) if off[i] > BAND]
-    spots = {}
-    for side, dx, first, step, align in ((1, -10, 10, 12, "right"), (-1, 10, -3, -12, "left")):
-        group = sorted((i for i in off_band if (ratio[i] > 1) == (side > 0)), key=lambda i: side * took[i])
-        last = None
-        for i in group:
-            at = height(i)
-            y = at + first if last is None else side * max(side * (at + first), side * (last + step))
-            spots[i], last = ((dx, y - at), align), y
-    spots.update({i: ((8, -14), "left") for i, r in enumerate(rows)
-                  if worked is not None and (r["M"], r["N"], r["K"]) == tuple(worked)})
-    for i, (offset, align) in spots.items():
-        r = rows[i]
-        # the leader leaves the label at its edge nearest the point, not its middle, so that it crosses no other label
-        ax.annotate(f"{r['M']} x {r['N']} x {r['K']}", (pred[i], took[i]), xytext=offset, textcoords="offset points",
-                    ha=align, va="center", fontsize=8,
-                    arrowprops={"arrowstyle": "-", "color": "0.4", "relpos": (1, 0.5) if align == "right" else (0, 0.5)})
+
+    def name_shapes() -> list:
+        spots = {}
+        for side, dx, first, step, align in ((1, -10, 10, 12, "right"), (-1, 10, -3, -12, "left")):
+            group = sorted((i for i in off_band if (ratio[i] > 1) == (side > 0)), key=lambda i: side * took[i])
+            last = None
+            for i in group:
+                at = height(i)
+                y = at + first if last is None else side * max(side * (at + first), side * (last + step))
+                spots[i], last = ((dx, y - at), align), y
+        spots.update({i: ((8, -14), "left") for i, r in enumerate(rows)
+                      if worked is not None and (r["M"], r["N"], r["K"]) == tuple(worked)})
+        names = []
+        for i, (offset, align) in spots.items():
+            r = rows[i]
+            # the leader leaves the label at its edge nearest the point, not its middle, so it crosses no other label
+            names.append(ax.annotate(
+                f"{r['M']} x {r['N']} x {r['K']}", (pred[i], took[i]), xytext=offset, textcoords="offset points",
+                ha=align, va="center", fontsize=8,
+                arrowprops={"arrowstyle": "-", "color": "0.4", "relpos": (1, 0.5) if align == "right" else (0, 0.5)}))
+        return names
+
+    # a name of a point near the lower left runs past the axes (over their lines): the limits move down until
+    # every name lies inside them
+    for _ in range(5):
+        names = name_shapes()
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        inside = ax.get_window_extent(renderer)
+        if all(b.x0 >= inside.x0 and b.y0 >= inside.y0 for b in (t.get_window_extent(renderer) for t in names)):
+            break
+        for t in names:
+            t.remove()
+        lo /= 1.6
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
     plt.show()
 
 
