@@ -44,7 +44,7 @@ TIE = 0.15
 TIE_BREAK_US = 1000.0
 # ... or where some of its tiles take a kernel's checked copy path, which one constant per path prices (4097 x 4095
 # x 4096 ran 19% over its price: docs/dispatch-history.md), and its A and B hold at most this many floats, which the
-# timing makes on the host: about 0.7 s more for a first call at 4097 x 4095 x 4096 on the H100.
+# timing makes on the host: the timing took 0.63 s of a first call at 4097 x 4095 x 4096 on the H100.
 TIE_BREAK_CHECKED_FLOATS = 40_000_000
 TIE_BUDGET_S = 0.1
 # A class's choice on a GPU with no model serves every shape of the class: timed longer

@@ -21,7 +21,8 @@ def predicted_against_measured(rows: list[dict], label: str, worked: tuple[int, 
     pred = np.array([r["predicted_us"] for r in rows])
     took = np.array([r["ms"] * 1e3 for r in rows])
     lo, hi = min(pred.min(), took.min()) / 1.5, max(pred.max(), took.max()) * 1.5
-    line = np.array([lo / 16, hi])             # past the lower limit, which the names below may move down
+    lower, tries = 1.6, 5                      # how far the names below may move the lower limit: each try
+    line = np.array([lo / lower ** tries, hi])  # the band is drawn past the lowest it may reach
     # on log axes spanning decades the band is narrow: its edges are drawn too, so that it reads as a band
     edges = (line * (1 - BAND), line * (1 + BAND))
     ax.fill_between(line, *edges, color="0.85", label=f"within {BAND:.0%}")
@@ -84,16 +85,17 @@ def predicted_against_measured(rows: list[dict], label: str, worked: tuple[int, 
 
     # a name of a point near the lower left runs past the axes (over their lines): the limits move down until
     # every name lies inside them
-    for _ in range(5):
+    for attempt in range(tries + 1):
         names = name_shapes()
         fig.canvas.draw()
         renderer = fig.canvas.get_renderer()
         inside = ax.get_window_extent(renderer)
-        if all(b.x0 >= inside.x0 and b.y0 >= inside.y0 for b in (t.get_window_extent(renderer) for t in names)):
-            break
+        if attempt == tries or all(b.x0 >= inside.x0 and b.y0 >= inside.y0
+                                   for b in (t.get_window_extent(renderer) for t in names)):
+            break                              # (the last try keeps its names, inside or not)
         for t in names:
             t.remove()
-        lo /= 1.6
+        lo /= lower
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
     plt.show()

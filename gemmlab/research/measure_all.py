@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from .. import bench, campaigns, course, device, files, identity, probes, records, registry, toolchain
 from . import carry, training
 from ..library.time_model import config_key
-from ..spec import KernelSpec, Problem, UnsupportedShape
+from ..spec import KernelSpec
 
 # Nsight Compute's names for what records.STALL_REASONS lists, per issued instruction.
 STALL_METRICS = {f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio": r for r in records.STALL_REASONS}
@@ -171,16 +171,6 @@ def _replace_slice(data: dict, names: set[str], only: dict[str, set[int]], resul
         carry.settle(data, name)
 
 
-def _runs(spec, cfg: dict, shape) -> bool:
-    """Whether a configuration takes a shape (13's tiles must fit inside C): a regime shape is timed
-    with the configurations that run it."""
-    try:
-        spec.check_shape(spec.resolve(cfg), Problem(*shape))
-        return True
-    except UnsupportedShape:
-        return False
-
-
 def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_dir: Path | None = None,
            progress: bool = True, ladder: bool = False, final: bool = False, profiles: bool = False,
            memory: bool = False, matmul: bool = False, matmul_training: bool | str = False,
@@ -276,7 +266,7 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
     specs = list(registry.KERNELS.values()) if everything else [registry.get(k) for k in kernels or []]
     jobs = [(spec, cfg, shape) for spec in specs for cfg in spec.explorer_configs()
             for shape in (*((s, s, s) for s in sizes), *registry.programme(spec).regime_shapes)
-            if _runs(spec, cfg, shape)]
+            if training.takes_shape(spec, cfg, shape)]
     jobs += [(spec, full, (course.STEP_SIZE,) * 3) for spec in specs for full in spec.step_configs()
              if (spec, full, (course.STEP_SIZE,) * 3) not in jobs]
 

@@ -92,12 +92,14 @@ def short_tile_jobs(shapes) -> list[tuple[str, dict, tuple[int, int, int]]]:
     low, high = SHORT_ROWS
     jobs = [(spec.name, cfg, (max(M, cfg["BM"]), N, K)) for M, N, K in shapes if low <= M <= high
             for cfg in SHORT_TILES if cfg["BN"] <= N and (N % 4 or not cfg["STAGE_C"])]
-    return [job for job in jobs if _runs(spec, job[1], job[2])]
+    return [job for job in jobs if takes_shape(spec, job[1], job[2])]
 
 
-def _runs(spec, params: dict, shape) -> bool:
+def takes_shape(spec, cfg: dict, shape) -> bool:
+    """Whether a configuration takes a shape (13's tiles must fit inside C): a shape is timed with the
+    configurations that run it."""
     try:
-        spec.check_shape(params, Problem(*shape))
+        spec.check_shape(spec.resolve(cfg), Problem(*shape))
         return True
     except UnsupportedShape:
         return False
