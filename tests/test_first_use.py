@@ -1,6 +1,7 @@
 """gemmlab.matmul on a GPU with no fitted model: its first call of a shape's class times the model's best few
 options once, keeps the fastest that is right, remembers it and says so (gemmlab/library/first_use.py).
 The timing is faked here; on a GPU, .ci/matmul-first-use measures the whole of it."""
+import json
 import math
 
 import pytest
@@ -51,6 +52,33 @@ def test_the_first_call_times_the_best_options_keeps_the_fastest_right_one_and_s
     again = first_use.adjusted(dispatch.plan(2000, 2000, 2040), timer=lambda options: pytest.fail("timed again"))
     assert first_use._config(again.choice) == first_use._config(chosen.choice)
     assert capsys.readouterr().err == ""
+
+
+def test_a_class_whose_timing_confirms_the_model_leaves_its_other_shapes_to_the_model(no_model):
+    """5000³ and 6144³ share a class, and their best tiles differ. Where the options timed at 5000³ run exactly as
+    priced, 6144³ runs the model's own choice for it, not 5000³'s winner (which cost 6144³ 7% on an H200)."""
+    first = dispatch.plan(5000, 5000, 5000)
+    first_use.adjusted(first, timer=lambda options: [o.predicted_us / 1e3 for o in options], say=False)
+    other = dispatch.plan(6144, 6144, 6144)
+    assert first_use.class_key(other.problem, True) == first_use.class_key(first.problem, True)
+    assert first_use._config(other.choice) != first_use._config(first.choice), "the two shapes' best tiles differ"
+    again = first_use.adjusted(other, timer=lambda options: pytest.fail("timed again"))
+    assert again is other
+
+
+def test_a_winner_much_faster_than_its_price_carries_to_the_class_and_a_wrong_option_never_runs(no_model):
+    plan = dispatch.plan(2048, 2048, 2048)
+    timed = []
+
+    def timer(options):          # as priced, but the model's last runs in half its price, and its second (whose
+        timed.extend(options)    # result is wrong) in a third
+        return [o.predicted_us / 1e3 * {1: 0.3, len(options) - 1: 0.5}.get(i, 1.0) for i, o in enumerate(options)]
+    chosen = first_use.adjusted(plan, timer=timer, checker=lambda o: o is not timed[1], say=False)
+    assert chosen.choice.label == timed[-1].label
+    stored = next(iter(json.loads(no_model.read_text()).values()))
+    assert stored["shape"] == "2048x2048x2048" and stored["factors"][first_use._config(timed[1])] is None
+    again = first_use.adjusted(dispatch.plan(2000, 2000, 2040), timer=lambda options: pytest.fail("timed again"))
+    assert first_use._config(again.choice) == first_use._config(chosen.choice) != first_use._config(timed[1])
 
 
 def test_a_fast_option_that_is_wrong_is_not_kept(no_model):

@@ -5,7 +5,10 @@ The model in gemmlab/fitted/ was fitted to one GPU's record (the H100's). On ano
 by clock and FP32 lanes and ranks the options the same way, which can pick wrong. So there, the first call
 of a shape's class times the model's CANDIDATES best options for it once (interleaved, the L2 flushed, each
 result checked against float64: _time_checked), keeps the fastest that is right, remembers it in the compile cache keyed by the GPU, its driver
-and gemmlab's version, and says so. Later calls of the class run the remembered choice. A call the plan
+and gemmlab's version, and says so. It also remembers how far each timed option ran from the model's price: a
+later shape of the class is priced by those factors (`_from_class`), so that it runs the class's winner where
+the model prices that near enough, and the model's own choice for it where the winner's gain does not carry
+over (a class spans sizes whose tiles fill the GPU differently: 5000³ and 6144³ share one). A call the plan
 reshapes (peeled, B copied) or runs in several launches keeps the plan as it is. `python -m gemmlab tune
 --matmul MxNxK ...` tunes shapes' classes beforehand; `python -m gemmlab fit` on a record of the GPU fits a
 model of its own (docs/dispatch.md).
@@ -47,7 +50,7 @@ TIE_BREAK_US = 1000.0
 # timing makes on the host: the timing took 0.63 s of a first call at 4097 x 4095 x 4096 on the H100.
 TIE_BREAK_CHECKED_FLOATS = 40_000_000
 TIE_BUDGET_S = 0.1
-# A class's choice on a GPU with no model serves every shape of the class: timed longer
+# A class's timing on a GPU with no model prices every shape of the class: timed longer
 CLASS_BUDGET_S = 0.3
 
 
@@ -148,7 +151,7 @@ _adjusted: dict = {}
 
 
 def adjusted(plan: Plan, aligned: bool = True, timer=None, checker=None, say=True) -> Plan:
-    """The plan, or on a GPU with no model of its own the option first use found fastest for its class; on the
+    """The plan, or on a GPU with no model of its own the option its class's first-use timing picks for it; on the
     fitted GPU, where the model cannot tell the best options of a small call apart, the fastest of them at the
     shape (`_tie_break`)."""
     memo = (plan.problem, plan.key, aligned)
@@ -168,20 +171,43 @@ def _adjust(plan: Plan, aligned: bool, timer, checker, say: bool) -> Plan:
     key = f"{_gpu_key()}|{class_key(plan.problem, aligned)}"
     ranked = _ranked(plan, aligned)
     entry = store.get(key)
-    chosen = next((o for o in ranked if isinstance(entry, dict) and _config(o) == entry.get("config")), None)
+    chosen = _from_class(entry, ranked, plan.problem) if isinstance(entry, dict) else None
     if chosen is None:
         options = ranked[:CANDIDATES]
-        chosen = _fastest_kept(options, plan.choice, timer, checker, CLASS_BUDGET_S, path, store, key)
+        chosen = _fastest_kept(options, plan.choice, timer, checker, CLASS_BUDGET_S, path, store, key,
+                               shape=_shape(plan.problem))
         if chosen is None:
             return plan
         if say:
             p = plan.problem
             print(f"gemmlab.matmul: {gpu} has no fitted model of its own; timed the model's {len(options)} best "
-                  f"options at {p.M}x{p.N}x{p.K} and kept {chosen.label} for shapes of its class "
-                  f"({class_key(p, aligned)}); remembered in {path}", file=sys.stderr)
+                  f"options at {p.M}x{p.N}x{p.K} and kept {chosen.label}; other shapes of its class "
+                  f"({class_key(p, aligned)}) are priced by these timings; remembered in {path}", file=sys.stderr)
     if chosen.launch.spec is plan.spec and chosen.launch.params == plan.choice.launch.params:
         return plan
     return dataclasses.replace(plan, choice=chosen, basis=plan.basis + "; tuned on first use on this GPU")
+
+
+def _shape(problem) -> str:
+    return f"{problem.M}x{problem.N}x{problem.K}"
+
+
+def _from_class(entry: dict, ranked: list, problem):
+    """The option a class's first-use timing picks for this shape (None where it has none): at the shape it was
+    timed at, the winner; at another shape of the class, the best of the model's options once each is priced by
+    how far its configuration ran from its price in the timing (measured / predicted), an option never timed by
+    the median of those factors, and one whose result was wrong never. An entry from before the factors were
+    kept names its winner alone: that serves every shape of the class."""
+    factors = entry.get("factors")
+    if entry.get("shape") == _shape(problem) or not isinstance(factors, dict):
+        return next((o for o in ranked if _config(o) == entry.get("config")), None)
+    measured = {c: f for c, f in factors.items() if isinstance(f, (int, float)) and 0 < f < math.inf}
+    if not measured:
+        return None
+    usual = float(np.median(list(measured.values())))
+    priced = [(o.predicted_us * measured.get(_config(o), usual), o.label, o) for o in ranked
+              if _config(o) in measured or _config(o) not in factors]
+    return min(priced, key=lambda t: t[:2])[2] if priced else None
 
 
 def _tie_break(plan: Plan, aligned: bool, timer, checker) -> Plan:
@@ -229,18 +255,24 @@ def _tied(plan: Plan, chosen) -> Plan:
                                f"prices within {TIE:.0%} of its best, timed on first use")
 
 
-def _fastest_kept(options: list, fallback, timer, checker, budget_s: float, path: Path, store: dict, key: str):
+def _fastest_kept(options: list, fallback, timer, checker, budget_s: float, path: Path, store: dict, key: str,
+                  shape: str | None = None):
     """A first call's work: `options` timed (by `timer`, else _time_checked), the fastest whose result is right kept
-    (`fallback`, the model's choice, where none is) and remembered in `store` under `key`. None, and nothing
-    remembered, where the GPU has no room beside the caller's arrays for the timing's own."""
+    (`fallback`, the model's choice, where none is) and remembered in `store` under `key`, with the shape it was
+    timed at and each option's measured time over its predicted one (None for a wrong result: `_from_class`
+    prices a class's other shapes by them). None, and nothing remembered, where the GPU has no room beside the
+    caller's arrays for the timing's own."""
     try:
         times = (timer or functools.partial(_time_checked, budget_s=budget_s))(options)    # math.inf: a wrong result
     except (MemoryError, device.cupy().cuda.memory.OutOfMemoryError):
         return None
+    right = [math.isfinite(t) and (checker is None or checker(o)) for o, t in zip(options, times)]
     order = sorted(range(len(options)), key=lambda i: times[i])
-    best = next((i for i in order if math.isfinite(times[i]) and (checker is None or checker(options[i]))), None)
+    best = next((i for i in order if right[i]), None)
     chosen = fallback if best is None else options[best]
     store[key] = {"config": _config(chosen), "ms": None if best is None else times[best], "timed": len(options),
-                  "date": _dt.date.today().isoformat()}
+                  "date": _dt.date.today().isoformat(), "shape": shape,
+                  "factors": {_config(o): t * 1e3 / o.predicted_us if ok else None
+                              for o, t, ok in zip(options, times, right)}}
     files.write_atomic(path, json.dumps(store, indent=1) + "\n")
     return chosen
