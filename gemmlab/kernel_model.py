@@ -42,6 +42,10 @@ class KernelModel:
     # (chapter 13's store paths of a ragged C): the plan's training times them beside it, so that the fit learns
     # each from its own timings at the same shapes
     twins: Callable[[Params, Problem], list[Params]] = field(default=lambda p, pr: [])
+    # Tunables a launch with tiles off the fast copy path runs with, beside the configuration the model priced: a
+    # build whose slow path is faster and whose fast path is the same code (chapter 13's RAGGED_B). The plan keeps
+    # the price of the configuration as fitted, and its training and first-use timing name it by that configuration
+    checked_build: dict = field(default_factory=dict)
     # True for a kernel on the memory-bound side (chapter 12): its blocks stream an operand, so dispatch's
     # model charges it by the megabytes it moves as well as by its waves
     streams: bool = False

@@ -15,7 +15,10 @@
 //         src-size of 0 writes zeros). Every later tile is whole.
 //       - Where B's rows (or this tile's columns) do not start 16 bytes aligned, B is copied
 //         4 bytes at a time, still unchecked: 4 copies for one, where the checked path cost a
-//         bounds test and an address per float.
+//         bounds test and an address per float. RAGGED_B=1 lays those copies across the warp:
+//         consecutive lanes copy consecutive floats of a row, so a warp's copy reads whole spans
+//         (128 bytes where the tile is 128 or 256 wide) into consecutive banks (0: a thread copies
+//         its own 4-float chunk; a warp's copy reads floats 16 bytes apart, 4 to a bank).
 //       - Where C's rows (or this tile's columns) do not start 16 bytes aligned, STAGE_C=1 stores the
 //         tile through shared memory, a warp's 32 stores on one row (0: 4 bytes at a time from the
 //         registers, 4 rows a warp's store). Which is faster depends on the shape: the plan chooses.
@@ -70,6 +73,9 @@
 #ifndef STAGE_C
 #define STAGE_C 0
 #endif
+#ifndef RAGGED_B
+#define RAGGED_B 0
+#endif
 #define PARTIAL_FLOATS (1 << 23)  // the workspace: 32 MiB (gemmlab/specs/ch13_split_k.py agrees)
 #define ARRIVALS 65536            // most tiles one split launch may have (likewise)
 #define THREADS ((BM / WM) * (BN / WN) * 32)
@@ -117,6 +123,16 @@ __device__ __forceinline__ void copy_one(int c, float* as, float* bs, const floa
     } else {
         const int i = c - A_FLOATS, row = tid / (BN / 4) + i * (THREADS / (BN / 4));
         const bool ok = !PADDED || row >= pad;
+#if RAGGED_B
+        if (!VEC) {                            // the thread's floats lie BN / 4 apart on its row
+            const int lane_col = tid % (BN / 4);
+            const float* row_src = b_src + i * (THREADS / (BN / 4)) * ldb - 3 * lane_col;   // column lane_col
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+                copy_async<4>(bs + row * BN + lane_col + q * (BN / 4), ok ? row_src + q * (BN / 4) : B, ok ? 4 : 0);
+            return;
+        }
+#endif
         copy_chunk<VEC>(bs + row * BN + tid % (BN / 4) * 4, ok ? b_src + i * (THREADS / (BN / 4)) * ldb : B, ok);
     }
 }

@@ -393,7 +393,10 @@ def test_a_training_round_times_shapes_where_the_plan_runs_what_no_round_timed()
     now runs there (a refit's new choice), and leaves a shape whose choice was timed."""
     shape = (1584, 2282, 1536)
     launch = dispatch.plan_for(Problem(*shape), *dispatch.device_facts(), reshape=False).choice.launch
-    row = {"kernel": launch.spec.name, "params": dict(launch.params), "M": shape[0], "N": shape[1], "K": shape[2]}
+    # a training row times the configuration as the model priced it (chapter 13 runs a ragged B's launch on its
+    # checked build: time_model.as_priced)
+    row = {"kernel": launch.spec.name, "params": time_model.as_priced(launch.spec, launch.params),
+           "M": shape[0], "N": shape[1], "K": shape[2]}
     other = {**row, "params": {**row["params"], "GROUP": 9}}
     assert training.untried_shapes([shape], [row]) == ()
     assert training.untried_shapes([shape], [other]) == (shape,)
@@ -511,3 +514,28 @@ def test_a_c_stored_4_bytes_at_a_time_costs_its_tiles_more_at_a_small_k():
         assert packed and packed.keys() == ragged.keys()
         ratios = [ragged[k] / packed[k] for k in packed]
         assert all(r >= 1 for r in ratios) and max(ratios) > least
+
+
+def test_a_launch_with_tiles_on_the_4_byte_copy_path_runs_the_checked_build_at_the_fitted_price():
+    """Chapter 13's RAGGED_B=1 (its model's checked_build) is what gemmlab.matmul runs where any tile copies B 4 bytes
+    at a time (B's rows ragged, or an operand off 16 bytes), priced as the configuration the model was fitted to;
+    where every tile takes the 16-byte path it runs that configuration's own build."""
+    dev, gpu = dispatch.device_facts()
+    m = time_model.model(dev["name"])
+
+    def split_k(problem, aligned=True):
+        found, _ = dispatch.options(m, problem, dev, gpu, aligned)
+        return [o for o in found if o.launch.spec.name == "13_split_k"]
+    ragged = split_k(Problem(997, 8191, 127))
+    assert ragged and all(o.launch.fast_tiles < o.launch.tiles and o.launch.params["RAGGED_B"] == 1 for o in ragged)
+    for o in ragged[:5]:                 # the price is the fitted configuration's, found by its key alone
+        priced = time_model.as_priced(o.launch.spec, o.launch.params)
+        assert priced["RAGGED_B"] == 0
+        key = time_model.config_key("13_split_k", time_model.unsplit(o.launch.spec, priced))
+        alone, _ = dispatch.options(m, Problem(997, 8191, 127), dev, gpu, True, only=key)
+        assert o.predicted_us in [a.predicted_us for a in alone]
+    whole = split_k(Problem(1024, 1024, 1024))
+    assert whole and all(o.launch.fast_tiles == o.launch.tiles and o.launch.params["RAGGED_B"] == 0 for o in whole)
+    assert all(o.launch.params["RAGGED_B"] == 1 for o in split_k(Problem(1024, 1024, 1024), aligned=False))
+    assert dispatch.plan(997, 8191, 127).label.count("RAGGED_B=1") == (dispatch.plan(997, 8191, 127).spec.name ==
+                                                                        "13_split_k")

@@ -18,7 +18,11 @@ CONFIGS = [{"BM": 64, "BN": 64, "WM": 32, "WN": 32, "SPLIT": 1},
            {"BM": 128, "BN": 128, "WM": 32, "WN": 64, "SPLIT": 2, "SPREAD": 0, "STAGES": 4},
            # C staged in shared memory where its rows are ragged: in the pipeline's buffers, and past them
            {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "SPLIT": 3, "STAGE_C": 1},
-           {"BM": 128, "BN": 128, "WM": 32, "WN": 64, "SPLIT": 1, "STAGE_C": 1}]
+           {"BM": 128, "BN": 128, "WM": 32, "WN": 64, "SPLIT": 1, "STAGE_C": 1},
+           # B's 4-byte copies laid across the warp (what gemmlab.matmul runs where tiles take that path)
+           {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "SPLIT": 3, "RAGGED_B": 1},
+           {"BM": 128, "BN": 128, "WM": 32, "WN": 64, "SPLIT": 2, "SPREAD": 4, "STAGES": 4, "RAGGED_B": 1},
+           {"BM": 48, "BN": 32, "WM": 48, "WN": 32, "SPLIT": 2, "STAGE_C": 1, "RAGGED_B": 1}]
 SHAPES = [
     Problem(1024, 1024, 1024),                    # whole tiles, 16-byte copies of B
     Problem(1023, 1025, 1021),                    # ragged everywhere: 4-byte copies, edges moved, K padded
@@ -63,10 +67,11 @@ def test_split_k_gives_the_same_bits_every_run():
 
 
 @pytest.mark.gpu
-def test_split_k_is_right_from_pointers_off_16_bytes():
+@pytest.mark.parametrize("ragged_b", [0, 1])
+def test_split_k_is_right_from_pointers_off_16_bytes(ragged_b):
     """Operands that start 4 bytes past a 16-byte boundary: B takes the 4-byte copies, C the 4-byte stores."""
     import cupy as cp
-    kernel = bench.Kernel(SPEC, {"SPLIT": 2})
+    kernel = bench.Kernel(SPEC, {"SPLIT": 2, "RAGGED_B": ragged_b})
     problem = Problem(200, 300, 200, lda=204, ldb=304, ldc=301)
     ops = bench.Operands.random(Problem(200, 301, 201, lda=204, ldb=304), seed=5)
     shifted = bench.Operands(problem, ops.A[:, 1:201], ops.B[1:201, 1:301],

@@ -28,7 +28,7 @@ from ..compile import compile_kernel
 from ..launch import Launch, counted, launch_with, per_slot, share
 from ..launch import ridge as ridge_of
 from ..spec import INT_MAX, IllegalConfig, KernelSpec, Problem, UnsupportedShape, split_time
-from .time_model import (STREAMING_REACH, Model, NotFitted, blocks_per_sm, config_key, features, model,
+from .time_model import (STREAMING_REACH, Model, NotFitted, as_priced, blocks_per_sm, config_key, features, model,
                          scalar_stores, split_variants, unsplit, waves)
 
 # No configuration is predicted faster than this much over the best rate (FLOP/s) it reached in the
@@ -74,6 +74,15 @@ class Option:
     def label(self) -> str:
         changes = self.launch.spec.changes_label(self.launch.params)
         return f"{self.launch.spec.name} ({changes or 'defaults'})"
+
+    @property
+    def rank(self) -> tuple[float, str]:
+        """Where the option stands among others: its time, then (a tie: the same launch in two builds of one
+        configuration, say) its configuration as the model priced it, by name; a kernel's checked build does not
+        move it (time_model.as_priced)."""
+        spec = self.launch.spec
+        priced = spec.changes_label(as_priced(spec, self.launch.params))
+        return self.predicted_us, f"{spec.name} ({priced or 'defaults'})"
 
 
 @dataclass(frozen=True)
@@ -297,6 +306,10 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool,
                         and not spec.split_count(params, problem, dev["sm_count"] * per_sm):
                     continue
                 launch = launch_with(spec, params, problem, dev, per_sm, gpu)
+                swapped = registry.model(spec).checked_build
+                if swapped and (not aligned or launch.fast_tiles is not None and launch.fast_tiles < launch.tiles):
+                    # tiles on the slow copy path: the kernel's build whose slow path is faster, at this price
+                    launch = dataclasses.replace(launch, params={**params, **swapped})
             except UnsupportedShape as exc:
                 refused.setdefault(spec.name, str(exc))
                 continue
@@ -341,7 +354,7 @@ def plan_for(problem: Problem, dev: dict, gpu: str, aligned: bool = True, reshap
         return _fallback(problem, dev, gpu, str(exc))
     if not found:
         return _fallback(problem, dev, gpu, "no fitted configuration can run it: " + "; ".join(refused))
-    found.sort(key=lambda o: (o.predicted_us, o.label))
+    found.sort(key=lambda o: o.rank)
     choice = found[0]
     seen, others = {choice.launch.spec.name}, []
     for o in found[1:]:

@@ -36,7 +36,7 @@ import numpy as np
 from .. import bench, compile as compiler, device, files
 from .dispatch import Plan, config_key, device_facts
 from .dispatch import options as options_of
-from .time_model import fitted_path, model, unsplit
+from .time_model import as_priced, fitted_path, model, unsplit
 
 # How many of the model's best options a first call times.
 CANDIDATES = 4
@@ -129,7 +129,7 @@ def _time_checked(options: list, budget_s: float = TIE_BUDGET_S, rows: int = 16)
 def _config(option) -> str:
     """An option's configuration, its split tunables aside (the plan picks a split for each shape)."""
     spec = option.launch.spec
-    return config_key(spec.name, unsplit(spec, option.launch.params))
+    return config_key(spec.name, unsplit(spec, as_priced(spec, option.launch.params)))
 
 
 def _ranked(plan: Plan, aligned: bool, problem=None) -> list:
@@ -139,7 +139,7 @@ def _ranked(plan: Plan, aligned: bool, problem=None) -> list:
     m = model(dev["name"])
     found, _ = options_of(m, problem or plan.problem, dev, gpu, aligned)
     out, seen = [], set()
-    for o in sorted(found, key=lambda o: (o.predicted_us, o.label)):
+    for o in sorted(found, key=lambda o: o.rank):
         if _config(o) not in seen:
             seen.add(_config(o))
             out.append(o)
@@ -230,7 +230,7 @@ def _tie_break(plan: Plan, aligned: bool, timer, checker) -> Plan:
     if kept is not None:          # timed before: that configuration's best split, priced alone
         found, _ = options_of(model(dev["name"]), p, dev, gpu, aligned, only=kept)
         if found:
-            return _tied(plan, min(found, key=lambda o: (o.predicted_us, o.label)))
+            return _tied(plan, min(found, key=lambda o: o.rank))
     near = [o for o in _ranked(plan, aligned, p) if o.predicted_us <= plan.choice.predicted_us * (1 + TIE)]
     near = [o for o in near if compiler.ready(o.launch.spec, o.launch.params, dev["arch"])][:CANDIDATES]
     if len(near) < 2 or _config(near[0]) != _config(plan.choice):

@@ -101,6 +101,13 @@ def unsplit(spec: KernelSpec, params: Params) -> dict:
     return out
 
 
+def as_priced(spec: KernelSpec, params: Params) -> dict:
+    """The configuration the model priced for a launch that runs its kernel's checked build (its model's
+    checked_build tunables back at their defaults): what the fit's rows and candidates are keyed by."""
+    swapped = registry.model(spec).checked_build
+    return {**params, **{name: spec.tunable(name).default for name in swapped if name in params}}
+
+
 def split_variants(spec: KernelSpec, params: Params) -> list[dict]:
     """The configuration with every legal value of its split tunables (itself alone for most kernels)."""
     key = (id(spec), tuple(sorted(params.items())))

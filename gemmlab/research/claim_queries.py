@@ -133,7 +133,9 @@ def _plan(args: list[str]):
               "split_tiles": float(launch.split_tiles), "stage_ldb": float(p.stage_ldb), "pad_n": float(p.pad_n),
               "pad_m": float(p.pad_m),
               "peeled": float(p.core is not None), "parts": float(len(p.parts)), "streams": float(registry.model(p.spec).streams),
-              "others_slower": float(all(o.predicted_us > p.choice.predicted_us for o in p.others))}
+              "others_slower": float(all(o.predicted_us > p.choice.predicted_us for o in p.others)),
+              "checked_build": float(bool(swapped := registry.model(p.spec).checked_build)
+                                     and all(launch.params.get(k) == v for k, v in swapped.items()))}
     if args[1] not in fields:
         raise ClaimError(f"a plan has no field '{args[1]}'; it has {', '.join(fields)}")
     return fields[args[1]]
@@ -150,7 +152,8 @@ def _option(args: list[str]):
     full = spec.resolve(figures.overrides(args[3:]))
     dev, gpu = dispatch.device_facts()
     found, _ = dispatch.options(time_model.model(dev["name"]), Problem(*figures.shape_of(args[0])), dev, gpu, True)
-    match = [o for o in found if o.launch.spec.name == spec.name and dict(o.launch.params) == full]
+    match = [o for o in found if o.launch.spec.name == spec.name
+             and time_model.as_priced(spec, o.launch.params) == time_model.as_priced(spec, full)]
     if not match:
         raise ClaimError(f"the model prices no option {spec.name} {spec.changes_label(full) or 'defaults'} at {args[0]}")
     fields = {"predicted_us": match[0].predicted_us, "compute_us": match[0].compute_us,

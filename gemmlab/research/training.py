@@ -168,7 +168,8 @@ def untried_shapes(shapes, trained: list[dict]) -> tuple[tuple[int, int, int], .
     out = []
     for shape in shapes:
         choice = dispatch.plan_for(Problem(*shape), dev, gpu, reshape=False).choice.launch
-        if time_model.config_key(choice.spec.name, choice.params) not in timed.get(tuple(shape), ()):
+        if time_model.config_key(choice.spec.name, time_model.as_priced(choice.spec, choice.params)) \
+                not in timed.get(tuple(shape), ()):
             out.append(tuple(shape))
     return tuple(out)
 
@@ -183,20 +184,22 @@ def measure_training(shapes, tries: int, progress: bool = True) -> list[dict]:
     jobs = []
     for shape in shapes:
         found, _ = dispatch.options(m, Problem(*shape), dev, gpu, True)
-        ranked = sorted(found, key=lambda o: (o.predicted_us, o.label))
+        ranked = sorted(found, key=lambda o: o.rank)
         seen, configs = [], set()
         for o in ranked:
             # `tries` configurations, each at its best split: the splits of one configuration share its fit's
-            # constants, and four of them at one shape had left every other configuration untimed there
-            config = time_model.config_key(o.launch.spec.name, time_model.unsplit(o.launch.spec, o.launch.params))
+            # constants, and four of them at one shape had left every other configuration untimed there. Each
+            # is timed as the model priced it (time_model.as_priced): its rows are the fit's
+            priced = time_model.as_priced(o.launch.spec, o.launch.params)
+            config = time_model.config_key(o.launch.spec.name, time_model.unsplit(o.launch.spec, priced))
             if len(seen) < tries and config not in configs:
                 configs.add(config)
-                seen.append((o.launch.spec, o.launch.params))
+                seen.append((o.launch.spec, priced))
         kernels, others = {spec.name for spec, _ in seen}, []
         for o in ranked:
             if o.launch.spec.name not in kernels and len(others) < dispatch.RUNNERS_UP:
                 kernels.add(o.launch.spec.name)
-                others.append((o.launch.spec, o.launch.params))
+                others.append((o.launch.spec, time_model.as_priced(o.launch.spec, o.launch.params)))
         # and their twins (the kernel's model: what its features cannot tell apart), each beside its own
         twins = [(spec, twin) for spec, params in seen + others
                  for twin in registry.model(spec).twins(params, Problem(*shape))

@@ -145,6 +145,9 @@ SPEC = KernelSpec(
               "pieces along K that every tile is cut into, one block each; the last piece of a tile to arrive "
               "adds the partial tiles (1: none; fewer where the 32 MiB workspace cannot hold them all)",
               slider=(1, 2, 4, 8)),
+        Param("RAGGED_B", (0, 1), 0, "where B's rows (or the tile's columns) do not start 16-byte aligned, 1: a warp's "
+                                     "4-byte copies of B take 32 consecutive floats of a row; 0: each thread its own "
+                                     "4 floats", slider=(0,)),
         Param("STAGE_C", (0, 1), 0, "where C's rows (or the tile's columns) do not start 16-byte aligned, 1: the tile "
                                     "is stored through shared memory row by row; 0: 4 bytes at a time from the registers"),
     ),
@@ -184,7 +187,10 @@ SPEC = KernelSpec(
 
 # B's 4-byte copies: per k step a block copies BK x BN floats of B for BM x BN x BK multiply-adds, so the slow
 # path adds 1 / BM of a copy per multiply-add: half as much for 128-row tiles as for the defaults' 64
-MODEL = KernelModel(**model_fields(), fast_tiles=_fast_tiles, slow_weight=lambda p: 64 / p["BM"], twins=_store_twins)
+# gemmlab.matmul runs a launch with tiles on the 4-byte path as RAGGED_B=1: as fast or faster at each of 29 ragged
+# shapes, 3% over them (docs/dispatch-history.md), and priced as the build the model was fitted to
+MODEL = KernelModel(**model_fields(), fast_tiles=_fast_tiles, slow_weight=lambda p: 64 / p["BM"], twins=_store_twins,
+                    checked_build={"RAGGED_B": 1})
 
 PROGRAMME = Programme(
     # shapes none of issue 17's suite has, where small grids and ragged edges are the problem: where the
