@@ -77,9 +77,8 @@ class Option:
 
     @property
     def rank(self) -> tuple[float, str]:
-        """Where the option stands among others: its time, then (a tie: the same launch in two builds of one
-        configuration, say) its configuration as the model priced it, by name; a kernel's checked build does not
-        move it (time_model.as_priced)."""
+        """Its place among options: its time, then (a tie, such as one launch in two builds) the name of its
+        configuration as the model priced it (time_model.as_priced): a kernel's checked build does not move it."""
         spec = self.launch.spec
         priced = spec.changes_label(as_priced(spec, self.launch.params))
         return self.predicted_us, f"{spec.name} ({priced or 'defaults'})"
@@ -308,8 +307,7 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool,
                 launch = launch_with(spec, params, problem, dev, per_sm, gpu)
                 swapped = registry.model(spec).checked_build
                 if swapped and (not aligned or launch.fast_tiles is not None and launch.fast_tiles < launch.tiles):
-                    # tiles on the slow copy path: the kernel's build whose slow path is faster, at this price
-                    launch = dataclasses.replace(launch, params={**params, **swapped})
+                    launch = dataclasses.replace(launch, params={**params, **swapped})   # its slow path faster, same price
             except UnsupportedShape as exc:
                 refused.setdefault(spec.name, str(exc))
                 continue
