@@ -537,5 +537,5 @@ def test_a_launch_with_tiles_on_the_4_byte_copy_path_runs_the_checked_build_at_t
     whole = split_k(Problem(1024, 1024, 1024))
     assert whole and all(o.launch.fast_tiles == o.launch.tiles and o.launch.params["RAGGED_B"] == 0 for o in whole)
     assert all(o.launch.params["RAGGED_B"] == 1 for o in split_k(Problem(1024, 1024, 1024), aligned=False))
-    assert dispatch.plan(997, 8191, 127).label.count("RAGGED_B=1") == (dispatch.plan(997, 8191, 127).spec.name ==
-                                                                        "13_split_k")
+    plan = dispatch.plan(997, 8191, 127)
+    assert plan.spec.name != "13_split_k" or "RAGGED_B=1" in plan.label, "the plan's label names the build it runs"
