@@ -539,3 +539,5 @@ def test_a_launch_with_tiles_on_the_4_byte_copy_path_runs_the_checked_build_at_t
     assert all(o.launch.params["RAGGED_B"] == 1 for o in split_k(Problem(1024, 1024, 1024), aligned=False))
     plan = dispatch.plan(997, 8191, 127)
     assert plan.spec.name != "13_split_k" or "RAGGED_B=1" in plan.label, "the plan's label names the build it runs"
+    assert plan.spec.name != "13_split_k" or any("RAGGED_B=1: the kernel's build" in r for r in plan.reasons())
+    assert not any("checked_build" in r for r in dispatch.plan(1024, 1024, 1024).reasons())

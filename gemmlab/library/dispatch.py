@@ -7,11 +7,10 @@ split it offers, and the fastest is the plan. Alignment decides which kernels ma
 rows, aligned pointers) and which copy path their tiles take; operand bytes against L2 and the ridge
 decide which side of the roofline the shape is on.
 
-A plan may also reshape a call (`_reshaped`): copy B first into 16-byte rows, peel the few rows and
-columns past a multiple of 128 into thin products of their own, each part with its own plan, or run a C of
-a few columns as a wider one (B's columns and C's padded to whole narrow tiles); it does where the parts
-together, the copies priced at the copy bandwidth, are predicted faster; or run a C of a few rows as a
-taller one (A's rows and C's padded to whole tiles), the same way.
+A plan may also reshape a call (`_reshaped`): copy B first into 16-byte rows, peel the few rows and columns past
+a multiple of 128 into thin products of their own, each part with its own plan, run a C of a few columns as a wider
+one (B's columns and C's padded to whole narrow tiles), or one of a few rows as a taller one (A's rows and C's
+padded to whole tiles); it does where the parts together, the copies priced at the copy bandwidth, are faster.
 
 The frozen model needs no GPU and no compile, so the same call always gives the same plan.
 """
@@ -77,8 +76,7 @@ class Option:
 
     @property
     def rank(self) -> tuple[float, str]:
-        """Its place among options: its time, then (a tie, such as one launch in two builds) the name of its
-        configuration as the model priced it (time_model.as_priced): a kernel's checked build does not move it."""
+        """Its place: its time, then (a tie) its configuration's name as priced (time_model.as_priced)."""
         spec = self.launch.spec
         priced = spec.changes_label(as_priced(spec, self.launch.params))
         return self.predicted_us, f"{spec.name} ({priced or 'defaults'})"
@@ -177,6 +175,9 @@ class Plan:
         if ch.fast_tiles is not None:
             alignment += (f"; its one tile {'copies' if ch.fast_tiles else 'does not copy'} B 16 bytes at a time"
                           if ch.tiles == 1 else f"; {ch.fast_tiles:,} of {ch.tiles:,} tiles copy B 16 bytes at a time")
+        if swapped := {k: v for k, v in ch.params.items() if as_priced(ch.spec, ch.params)[k] != v}:
+            alignment += (f"; {' '.join(f'{k}={v}' for k, v in swapped.items())}: the kernel's build for tiles off that "
+                          f"path (KernelModel.checked_build), priced as the configuration without it")
         fits = "within" if ch.operand_bytes <= ch.l2_bytes else "over"
         side = "memory-bound" if ch.intensity < ch.ridge else "compute-bound"
         size = (f"bytes: operands {ch.operand_bytes / 1e6:,.1f} MB, {fits} the {ch.l2_bytes / 2**20:.0f} MiB L2; "

@@ -205,7 +205,7 @@ def _from_class(entry: dict, ranked: list, problem):
     if not measured:
         return None
     usual = float(np.median(list(measured.values())))
-    priced = [(o.predicted_us * measured.get(_config(o), usual), o.label, o) for o in ranked
+    priced = [(o.predicted_us * measured.get(_config(o), usual), o.rank[1], o) for o in ranked
               if _config(o) in measured or _config(o) not in factors]
     return min(priced, key=lambda t: t[:2])[2] if priced else None
 

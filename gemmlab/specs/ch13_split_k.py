@@ -145,9 +145,9 @@ SPEC = KernelSpec(
               "pieces along K that every tile is cut into, one block each; the last piece of a tile to arrive "
               "adds the partial tiles (1: none; fewer where the 32 MiB workspace cannot hold them all)",
               slider=(1, 2, 4, 8)),
-        Param("RAGGED_B", (0, 1), 0, "where B's rows (or the tile's columns) do not start 16-byte aligned, 1: a warp's "
-                                     "4-byte copies of B take 32 consecutive floats of a row; 0: each thread its own "
-                                     "4 floats", slider=(0,)),
+        Param("RAGGED_B", (0, 1), 0, "where B's rows (or the tile's columns) do not start 16-byte aligned, 1: B's 4-byte "
+                                     "copies go consecutive lanes on consecutive floats of a row; 0: each thread copies "
+                                     "its own 4 floats", slider=(0,)),
         Param("STAGE_C", (0, 1), 0, "where C's rows (or the tile's columns) do not start 16-byte aligned, 1: the tile "
                                     "is stored through shared memory row by row; 0: 4 bytes at a time from the registers"),
     ),
