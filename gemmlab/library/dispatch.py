@@ -175,7 +175,7 @@ class Plan:
         if ch.fast_tiles is not None:
             alignment += (f"; its one tile {'copies' if ch.fast_tiles else 'does not copy'} B 16 bytes at a time"
                           if ch.tiles == 1 else f"; {ch.fast_tiles:,} of {ch.tiles:,} tiles copy B 16 bytes at a time")
-        if swapped := {k: v for k, v in ch.params.items() if as_priced(ch.spec, ch.params)[k] != v}:
+        if swapped := {k: v for k, v in registry.model(ch.spec).checked_build.items() if ch.params.get(k) == v}:
             alignment += (f"; {' '.join(f'{k}={v}' for k, v in swapped.items())}: the kernel's build for tiles off that "
                           f"path (KernelModel.checked_build), priced as the configuration without it")
         fits = "within" if ch.operand_bytes <= ch.l2_bytes else "over"
