@@ -16,9 +16,16 @@
 //       - Where B's rows (or this tile's columns) do not start 16 bytes aligned, B is copied
 //         4 bytes at a time, still unchecked: 4 copies for one, where the checked path cost a
 //         bounds test and an address per float. RAGGED_B=1 lays those copies across the warp:
-//         consecutive lanes copy consecutive floats of a row, so a warp's copy reads whole spans
-//         (128 bytes where the tile is 128 or 256 wide) into consecutive banks (0: a thread copies
-//         its own 4-float chunk; a warp's copy reads floats 16 bytes apart, 4 to a bank).
+//         consecutive lanes copy consecutive floats of a row, so a warp's copy reads whole spans of
+//         the row (the tile's width, up to 128 bytes) and writes them one float to a bank (0: a
+//         thread copies its own 4-float chunk; a warp's copy reads floats 16 bytes apart and writes
+//         them 4 to a bank).
+//   * A's copies. A is copied into shared memory transposed, As[k][m], one float per copy, so that
+//     the math reads a thread's 4 rows of one k in one 16-byte load. Where C has few columns, A is
+//     nearly all of the traffic and those 4-byte copies pace the kernel. A_QUADS=1 keeps A's tile as
+//     it lies, As[m][k], copied 16 bytes at a time (a quarter of the copies), and the math reads a
+//     row's 4 k steps in one 16-byte load: 4 times the registers for A, so for narrow tiles. It
+//     needs A's rows to start 16 bytes aligned and K a multiple of 4 (the shape rule `a-quads`).
 //       - Where C's rows (or this tile's columns) do not start 16 bytes aligned, STAGE_C=1 stores the
 //         tile through shared memory, a warp's 32 stores on one row (0: 4 bytes at a time from the
 //         registers, 4 rows a warp's store). Which is faster depends on the shape: the plan chooses.
@@ -76,6 +83,9 @@
 #ifndef RAGGED_B
 #define RAGGED_B 0
 #endif
+#ifndef A_QUADS
+#define A_QUADS 0
+#endif
 #define PARTIAL_FLOATS (1 << 23)  // the workspace: 32 MiB (gemmlab/specs/ch13_split_k.py agrees)
 #define ARRIVALS 65536            // most tiles one split launch may have (likewise)
 #define THREADS ((BM / WM) * (BN / WN) * 32)
@@ -84,14 +94,23 @@
 #define TROWS (4 * WMITER)        // a thread's rows of C
 #define TCOLS (4 * WNITER)        // and columns
 #define AM (BM + 4)               // padded row of the transposed A tile [BK][AM]
+#if A_QUADS
+#define A_STAGE (BM * BK)         // A's tile as it lies [BM][BK]
+#define A_COPIES (BM * BK / 4 / THREADS)   // 16-byte chunks of A
+#define A_ROW_LANES (BK / 4)      // threads that copy one row of A's tile
+static_assert(BM * BK / 4 % THREADS == 0 && THREADS % A_ROW_LANES == 0, "A's chunks split evenly over the threads");
+#else
 #define A_STAGE (BK * AM)
+#define A_COPIES (BM * BK / THREADS)       // single floats of A
+#define A_ROW_LANES BK
+static_assert(THREADS % BK == 0, "a thread's copies of A sit a whole number of rows apart");
+#endif
 #define B_STAGE (BK * BN)
-#define A_FLOATS (BM * BK / THREADS)
 #define B_CHUNKS (BK * BN / 4 / THREADS)
-#define COPIES (A_FLOATS + B_CHUNKS)  // a thread's copies per tile (B's 16-byte chunks counted once)
+#define COPIES (A_COPIES + B_CHUNKS)  // a thread's copies per tile (16-byte chunks counted once)
 #define SPREAD_BY (SPREAD > 0 ? SPREAD : 1)
 #define COPY_GROUPS ((COPIES + SPREAD_BY - 1) / SPREAD_BY)   // with SPREAD, groups of copies per tile
-static_assert(THREADS % BK == 0 && THREADS % (BN / 4) == 0, "a thread's copies sit a whole number of rows apart");
+static_assert(THREADS % (BN / 4) == 0, "a thread's copies of B sit a whole number of rows apart");
 #define PRAGMA(x) _Pragma(#x)
 #define UNROLL_BY(n) PRAGMA(unroll n)
 
@@ -107,21 +126,28 @@ __device__ __forceinline__ void copy_chunk(float* dst, const float* src, int val
     }
 }
 
-// Copy c of a thread's COPIES for one tile: the first A_FLOATS are single floats of A (transposed
-// into as[BK][AM]), the rest 4-float chunks of B (into bs[BK][BN]). `a_src` and `b_src` point at
-// the thread's first copy of this tile; a thread's copies of A are THREADS / BK rows apart, of B
-// THREADS / (BN / 4) rows apart (int offsets: the shape rule `row-offsets` keeps them below 2^31).
-// PADDED only for the first tile of K: its first `pad` columns of A and rows of B are zeros.
+// Copy c of a thread's COPIES for one tile: the first A_COPIES are of A (single floats transposed
+// into as[BK][AM]; with A_QUADS 4-float chunks into as[BM][BK]), the rest 4-float chunks of B (into
+// bs[BK][BN]). `a_src` and `b_src` point at the thread's first copy of this tile; a thread's copies of
+// A are THREADS / A_ROW_LANES rows apart, of B THREADS / (BN / 4) rows apart (int offsets: the shape
+// rule `row-offsets` keeps them below 2^31). PADDED only for the first tile of K: its first `pad`
+// columns of A and rows of B are zeros (with A_QUADS, pad is a multiple of 4: a chunk is all or none).
 template <bool VEC, bool PADDED>
 __device__ __forceinline__ void copy_one(int c, float* as, float* bs, const float* a_src, const float* b_src,
                                          int lda, int ldb, int tid, int pad, const float* A, const float* B)
 {
-    if (c < A_FLOATS) {
+    if (c < A_COPIES) {
+#if A_QUADS
+        const bool ok = !PADDED || tid % A_ROW_LANES * 4 >= pad;
+        copy_async<16>(as + (tid / A_ROW_LANES + c * (THREADS / A_ROW_LANES)) * BK + tid % A_ROW_LANES * 4,
+                       ok ? a_src + c * (THREADS / A_ROW_LANES) * lda : A, ok ? 16 : 0);
+#else
         const bool ok = !PADDED || tid % BK >= pad;
         copy_async<4>(as + (tid % BK) * AM + tid / BK + c * (THREADS / BK),
                       ok ? a_src + c * (THREADS / BK) * lda : A, ok ? 4 : 0);
+#endif
     } else {
-        const int i = c - A_FLOATS, row = tid / (BN / 4) + i * (THREADS / (BN / 4));
+        const int i = c - A_COPIES, row = tid / (BN / 4) + i * (THREADS / (BN / 4));
         const bool ok = !PADDED || row >= pad;
 #if RAGGED_B
         if (!VEC) {                            // the thread's floats lie BN / 4 apart on its row
@@ -193,16 +219,32 @@ __device__ __forceinline__ void accumulate(float (&acc)[TROWS][TCOLS], float* As
             commit();
         }
 
+#if A_QUADS
+        const float* as = As + t % STAGES * A_STAGE + (wr * WM + lr * 4) * BK;
+        float4 quad[TROWS];                    // each of the thread's rows, 4 k steps (k & ~3 on)
+#else
         const float* as = As + t % STAGES * A_STAGE + wr * WM + lr * 4;
+#endif
         const float* bs = Bs + t % STAGES * B_STAGE + wc * WN + lc * 4;
         UNROLL_BY(KUNROLL)
         for (int k = 0; k < BK; ++k) {
             float a[TROWS], b[TCOLS];
+#if A_QUADS
+            if (k % 4 == 0) {                  // unrolled by a multiple of 4: k % 4 is known
+#pragma unroll
+                for (int i = 0; i < TROWS; ++i)
+                    quad[i] = *reinterpret_cast<const float4*>(as + (i / 4 * 16 + i % 4) * BK + k);
+            }
+#pragma unroll
+            for (int i = 0; i < TROWS; ++i)
+                a[i] = k % 4 == 0 ? quad[i].x : k % 4 == 1 ? quad[i].y : k % 4 == 2 ? quad[i].z : quad[i].w;
+#else
 #pragma unroll
             for (int wm = 0; wm < WMITER; ++wm) {
                 const float4 v = *reinterpret_cast<const float4*>(as + k * AM + wm * 16);
                 a[wm * 4 + 0] = v.x; a[wm * 4 + 1] = v.y; a[wm * 4 + 2] = v.z; a[wm * 4 + 3] = v.w;
             }
+#endif
 #pragma unroll
             for (int wn = 0; wn < WNITER; ++wn) {
                 const float4 v = *reinterpret_cast<const float4*>(bs + k * BN + wn * 32);
@@ -321,7 +363,7 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
       const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc)
 {
     extern __shared__ __align__(16) float smem[];
-    float* As = smem;                          // [STAGES][BK][AM], A transposed
+    float* As = smem;                          // [STAGES][BK][AM], A transposed ([STAGES][BM][BK] with A_QUADS)
     float* Bs = smem + STAGES * A_STAGE;       // [STAGES][BK][BN]
 
     const Origin at = origin_of(M, N);
@@ -338,7 +380,11 @@ sgemm(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
         for (int j = 0; j < TCOLS; ++j) acc[i][j] = 0.0f;
 
     const int tid = threadIdx.x;
+#if A_QUADS
+    const float* a_src = A + (ptrdiff_t)(row0 + tid / A_ROW_LANES) * lda + tid % A_ROW_LANES * 4 - pad;
+#else
     const float* a_src = A + (ptrdiff_t)(row0 + tid / BK) * lda + tid % BK - pad;
+#endif
     const float* b_src = B + (ptrdiff_t)(tid / (BN / 4) - pad) * ldb + col0 + tid % (BN / 4) * 4;
     // 16-byte copies of B need each of its chunks to start 16-byte aligned.
     if (ldb % 4 == 0 && col0 % 4 == 0 && reinterpret_cast<size_t>(B) % 16 == 0)

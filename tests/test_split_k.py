@@ -22,7 +22,12 @@ CONFIGS = [{"BM": 64, "BN": 64, "WM": 32, "WN": 32, "SPLIT": 1},
            # B's 4-byte copies laid across the warp (what gemmlab.matmul runs where tiles take that path)
            {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "SPLIT": 3, "RAGGED_B": 1},
            {"BM": 128, "BN": 128, "WM": 32, "WN": 64, "SPLIT": 2, "SPREAD": 4, "STAGES": 4, "RAGGED_B": 1},
-           {"BM": 48, "BN": 32, "WM": 48, "WN": 32, "SPLIT": 2, "STAGE_C": 1, "RAGGED_B": 1}]
+           {"BM": 48, "BN": 32, "WM": 48, "WN": 32, "SPLIT": 2, "STAGE_C": 1, "RAGGED_B": 1},
+           # A kept as it lies, copied 16 bytes at a time (K a multiple of 4, else refused by name)
+           {"BM": 128, "BN": 32, "WM": 32, "WN": 32, "SPLIT": 4, "A_QUADS": 1},
+           {"BM": 64, "BN": 64, "WM": 32, "WN": 64, "SPLIT": 3, "STAGE_C": 1, "A_QUADS": 1},
+           {"BM": 64, "BN": 32, "WM": 32, "WN": 32, "BK": 32, "SPLIT": 2, "RAGGED_B": 1, "A_QUADS": 1},
+           {"BM": 64, "BN": 64, "WM": 32, "WN": 64, "BK": 8, "KUNROLL": 8, "SPREAD": 0, "A_QUADS": 1}]
 SHAPES = [
     Problem(1024, 1024, 1024),                    # whole tiles, 16-byte copies of B
     Problem(1023, 1025, 1021),                    # ragged everywhere: 4-byte copies, edges moved, K padded
@@ -46,6 +51,11 @@ def test_split_k_is_right_on_every_path(cfg):
             with pytest.raises(UnsupportedShape) as refused:     # the repeated copies would read outside
                 kernel.validate(problem, seed=7)
             assert refused.value.rule == "k-whole-tile"
+            continue
+        if kernel.params["A_QUADS"] and (problem.K % 4 or problem.lda % 4):
+            with pytest.raises(UnsupportedShape) as refused:     # A's rows not in 16-byte chunks
+                kernel.validate(problem, seed=7)
+            assert refused.value.rule == "a-quads"
             continue
         for seed in (7, 8):
             check = kernel.validate(problem, seed=seed)
@@ -79,6 +89,67 @@ def test_split_k_is_right_from_pointers_off_16_bytes(ragged_b):
     kernel(shifted)
     check = bench.check(shifted)
     assert check.ok, check
+
+
+@pytest.mark.gpu
+def test_a_quads_refuses_operands_off_16_bytes_by_name():
+    """A_QUADS=1 copies A 16 bytes at a time: an A that starts 4 bytes past a boundary is refused, not misread."""
+    kernel = bench.Kernel(SPEC, {"BM": 64, "BN": 32, "WM": 32, "WN": 32, "A_QUADS": 1})
+    ops = bench.Operands.random(Problem(128, 64, 68, lda=72), seed=5)
+    with pytest.raises(UnsupportedShape) as refused:
+        kernel.launch(Problem(128, 64, 64, lda=72), ops.A[:, 1:65], ops.B[:64], ops.C)
+    assert refused.value.rule == "pointer-alignment"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", [{"BM": 64, "BN": 32, "WM": 32, "WN": 32, "SPLIT": 8, "A_QUADS": 1},
+                                 {"BM": 128, "BN": 64, "WM": 64, "WN": 64, "SPLIT": 4, "STAGE_C": 1, "A_QUADS": 1}],
+                         ids=["narrow", "wide"])
+def test_a_quads_fuzz_gives_no_wrong_answer(cfg):
+    """Random problems A_QUADS=1 takes (K and lda multiples of 4; M, N, K, padding, alpha, beta at random): each is
+    computed right, or refused by the rule it breaks (a tile larger than C)."""
+    import random
+    rng = random.Random("fuzz-a-quads")
+    kernel = bench.Kernel(SPEC, cfg)
+    right = 0
+    for _ in range(120):
+        M, N, K = rng.randint(1, 700), rng.randint(1, 700), 4 * rng.randint(1, 400)
+        problem = Problem(M, N, K, lda=K + 4 * rng.randint(0, 2), ldb=N + rng.randint(0, 7), ldc=N + rng.randint(0, 7),
+                          alpha=rng.uniform(-2, 2), beta=0.0 if rng.random() < 0.25 else rng.uniform(-2, 2))
+        try:
+            check = kernel.validate(problem, seed=rng.randint(0, 2**31))
+        except UnsupportedShape as exc:
+            assert exc.rule in ("tile-fits", "k-whole-tile"), f"{problem}: {exc}"
+            continue
+        assert check.ok, f"{cfg} {problem}: {check}"
+        right += 1
+    assert right >= 60
+
+
+def test_a_quads_is_right_on_the_cpu():
+    """The CPU runner (CUDA's semantics, threads in two orders between barriers): A's 16-byte chunks, the
+    zero-filled first K tile a chunk at a time, padded rows, alpha and beta, and a split."""
+    from gemmlab import cpu
+    full = SPEC.resolve({"BM": 64, "BN": 32, "WM": 32, "WN": 32, "SPLIT": 2, "A_QUADS": 1})
+    program = cpu.build(SPEC, full)
+    for problem in (Problem(131, 37, 264), Problem(200, 70, 72, lda=76, ldb=75, ldc=73, alpha=1.5, beta=0.5)):
+        assert cpu.run(program, SPEC, full, problem, 1, SPEC.path, SPEC.path.name) == \
+            {"forward": None, "reverse": None}, problem
+
+
+def test_a_quads_takes_a_k_of_whole_quads_and_aligned_rows_only():
+    """Refused by name where A's rows are not 16-byte chunks; its tile as it lies needs no padded rows."""
+    quads = SPEC.resolve({"BM": 64, "BN": 32, "WM": 32, "WN": 32, "A_QUADS": 1})
+    SPEC.check_shape(quads, Problem(64, 32, 100))
+    for problem in (Problem(64, 32, 99), Problem(64, 32, 96, lda=98)):
+        with pytest.raises(UnsupportedShape) as refused:
+            SPEC.check_shape(quads, problem)
+        assert refused.value.rule == "a-quads" and f"lda={problem.lda}" in str(refused.value)
+    SPEC.check_shape({**quads, "A_QUADS": 0}, Problem(64, 32, 99))
+    assert SPEC.pointer_alignment(quads) == 16 and SPEC.pointer_alignment({**quads, "A_QUADS": 0}) == 4
+    # the tile's shared memory: A's BM x BK floats a stage, without the transposed tile's 4 floats of padding a row
+    assert SPEC.dynamic_smem({**quads, "A_QUADS": 0}) - SPEC.dynamic_smem(quads) == 4 * 4 * quads["BK"] * quads["STAGES"]
+    assert not SPEC.is_legal({**quads, "BM": 48, "WM": 48, "BN": 128})    # 192 chunks over 128 threads
 
 
 def test_a_tile_larger_than_c_is_refused_by_name():

@@ -236,17 +236,16 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
         shapes = training.DISPATCH_TRAINING_SHAPES
         trained = training.rows_of(records.Record(path, data))
         if matmul_training == "new":           # only where no round has timed what the plan now runs
-            timed = {records.shape_key(r) for r in trained}
             shapes = training.untried_shapes(shapes, trained)
         new = dated(training.measure_training(shapes, training.DISPATCH_TRIES, progress))
         narrow = training.narrow_tile_jobs(training.FEW_COLUMNS_TRAINING_SHAPES)
         small_k = training.small_k_tile_jobs(training.DISPATCH_TRAINING_SHAPES)
         short = training.short_tile_jobs(training.DISPATCH_TRAINING_SHAPES)
         if matmul_training == "new":
-            narrow = [job for job in narrow if job[2] not in timed]
             rec = records.Record(path, data)
             fresh = {(r["kernel"], config_key(r["kernel"], r["params"]), records.shape_key(r)) for r in trained
                      if rec.row_is_fresh(r)}
+            narrow = [job for job in narrow if (job[0], config_key(job[0], job[1]), job[2]) not in fresh]
             small_k = [job for job in small_k if (job[0], config_key(job[0], job[1]), job[2]) not in fresh]
             short = [job for job in short if (job[0], config_key(job[0], job[1]), job[2]) not in fresh]
         new += dated(training.time_jobs(narrow, "chapter 13's narrow tiles", progress))

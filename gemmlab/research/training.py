@@ -56,21 +56,24 @@ def narrow_tile_kernel():
 
 # Chapter 13's narrow tiles, which no slider offers (its BN is 64 or 128): 32 columns in one warp's width,
 # or 64 in one or two, tiles of 64-256 rows, each tile split in 4 or 8 along K (a C of a few columns has few
-# tiles). Timed at the few-columns shapes below, at every width a plan may run them at, so that the fit
-# can make them candidates where they are fastest.
+# tiles), A copied 4 bytes at a time or (A_QUADS=1, where K is a multiple of 4) 16. Timed at the few-columns
+# shapes below, at every width a plan may run them at, so that the fit can make them candidates where they are
+# fastest.
 NARROW_TILES = tuple(cfg for cfg in (
     {"BM": bm, "BN": bn, "WM": wm, "WN": wn, "BK": bk, "STAGES": 3, "GROUP": 1, "SPREAD": 2, "SPLIT": split,
-     "MINB": 2 if (bm // wm) * (bn // wn) <= 4 else 1}
+     "MINB": 2 if (bm // wm) * (bn // wn) <= 4 else 1, "A_QUADS": a_quads}
     for bn, wn, bks in ((32, 32, (16, 32)), (64, 64, (16,)))
-    for bm in (64, 128, 256) for wm in (32, 64) for bk in bks for split in (4, 8))
+    for bm in (64, 128, 256) for wm in (32, 64) for bk in bks for split in (4, 8) for a_quads in (0, 1))
     if narrow_tile_kernel().is_legal(cfg))
 
 
 def narrow_tile_jobs(shapes) -> list[tuple[str, dict, tuple[int, int, int]]]:
     """(kernel, configuration, shape) of NARROW_TILES at each shape's widths (padded_widths) that C holds a
     tile of."""
-    return [(narrow_tile_kernel().name, cfg, (M, width, K)) for M, N, K in shapes for width in padded_widths(N)
+    spec = narrow_tile_kernel()
+    jobs = [(spec.name, cfg, (M, width, K)) for M, N, K in shapes for width in padded_widths(N)
             for cfg in NARROW_TILES if cfg["BN"] <= width and cfg["BM"] <= M]
+    return [job for job in jobs if takes_shape(spec, job[1], job[2])]
 
 
 # Chapter 13's 48-row tiles (BM=48: one warp row of three 16-row sub-tiles), which no slider offers: for a C of 33

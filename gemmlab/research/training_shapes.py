@@ -152,21 +152,39 @@ def _small_k_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int
     return tuple(shapes)
 
 
-def _few_columns_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
-    """A few columns (N of 5 to 64) against M and K of 2048 to 16384, by a seeded draw, none of them in either
-    suite: where a C too narrow for the tiles the record times is run on chapter 13's narrow ones."""
+def _few_columns_training_shapes(count: int, seed: int, k_multiple: int = 1) -> tuple[tuple[int, int, int], ...]:
+    """A few columns (N of 5 to 64) against M and K of 2048 to 16384 (K a multiple of `k_multiple`), by a seeded
+    draw, none of them in either suite: where a C too narrow for the tiles the record times is run on chapter 13's
+    narrow ones."""
     import random
     rng = random.Random(seed)
     shapes = []
     while len(shapes) < count:
         M, K = (round(2 ** rng.uniform(11, 14)) for _ in range(2))
-        shape = (M, round(2 ** rng.uniform(2.3, 6)), K)
+        shape = (M, round(2 ** rng.uniform(2.3, 6)), max(k_multiple, K // k_multiple * k_multiple))
         if shape not in _SUITES and shape not in shapes:
             shapes.append(shape)
     return tuple(shapes)
 
 
-FEW_COLUMNS_TRAINING_SHAPES = _few_columns_training_shapes(6, seed=37)
+def _tall_thin_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:
+    """Tall and thin: 8,192 to 98,304 rows, 8 to 64 columns, a K of 32 to 256 that is a multiple of 4, by a seeded
+    draw, none of them in either suite: where a block's few K steps stream A's rows and C is written once."""
+    import random
+    rng = random.Random(seed)
+    shapes = []
+    while len(shapes) < count:
+        shape = (round(2 ** rng.uniform(13, 16.58)), rng.randint(8, 64), 4 * rng.randint(8, 64))
+        if shape not in _SUITES and shape not in shapes:
+            shapes.append(shape)
+    return tuple(shapes)
+
+
+# Chapter 13's narrow tiles are timed at these (research/training.narrow_tile_jobs): K of any value, K a multiple
+# of 4 (where A_QUADS=1 copies A 16 bytes at a time), and tall-thin shapes of a small K
+FEW_COLUMNS_TRAINING_SHAPES = (_few_columns_training_shapes(6, seed=37)
+                               + _few_columns_training_shapes(6, seed=63, k_multiple=4)
+                               + _tall_thin_training_shapes(4, seed=67))
 
 
 def _ragged_training_shapes(count: int, seed: int) -> tuple[tuple[int, int, int], ...]:

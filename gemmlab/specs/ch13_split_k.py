@@ -3,8 +3,9 @@ remainder zero-filled in the first tile, small tiles, and every tile split along
 partial tiles the last piece to arrive adds up from a workspace."""
 from ..course import Programme
 from ..kernel_model import KernelModel
-from ..spec import Exercise, KernelSpec, Param, ShapeRule
-from .pipelined import kernel_fields, model_fields, rules, smem
+from ..spec import Exercise, KernelSpec, Param, Rule, ShapeRule
+from .pipelined import kernel_fields, model_fields, registers_left, rules, smem, thread_tile
+from .shared import accumulators, outer_smem_word
 
 # The kernel's workspace (kernels/13_split_k.cu's PARTIAL_FLOATS and ARRIVALS agree)
 PARTIAL_FLOATS = 1 << 23
@@ -80,10 +81,39 @@ def _staged_c_bytes(p) -> int:
     return 4 * p["BM"] * p["BN"] if p["STAGE_C"] else 0
 
 
+def _pipeline_smem(p) -> int:
+    """The pipeline's buffers: A's tile transposed with rows padded by 4 floats, or as it lies (A_QUADS=1)."""
+    return smem(p) - 16 * p["STAGES"] * p["BK"] if p.get("A_QUADS") else smem(p)
+
+
 def _dynamic_smem(p) -> int:
     """The pipeline's buffers, grown where a staged C tile needs more than they hold (the GPU's limit on a block's
     shared memory is checked for every kernel: spec's shared-per-block rule)."""
-    return max(smem(p), _staged_c_bytes(p))
+    return max(_pipeline_smem(p), _staged_c_bytes(p))
+
+
+_transposed_word, _as_it_lies_word = outer_smem_word(a_transposed=True), outer_smem_word(a_transposed=False)
+
+
+def _smem_word(p, operand: str, k: int, i: int) -> int:
+    """A shared word of the tiles (KernelModel.smem_word): A transposed, or as it lies with A_QUADS=1."""
+    return (_as_it_lies_word if p.get("A_QUADS") else _transposed_word)(p, operand, k, i)
+
+
+def _a_quads_rules() -> tuple[Rule, ...]:
+    """A_QUADS=1: A's 16-byte chunks split evenly over the threads, and a thread holds 4 k steps of its rows."""
+    def threads(p):
+        return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
+    return (
+        Rule("a-quads-copies", lambda p: not p["A_QUADS"] or p["BM"] * p["BK"] // 4 % threads(p) == 0,
+             lambda p: (f"A_QUADS=1 copies A's tile ({p['BM']} x {p['BK']} floats) in 16-byte chunks, which must split "
+                        f"evenly over the block's {threads(p)} threads")),
+        Rule("a-quads-registers",
+             lambda p: not p["A_QUADS"] or accumulators(p) + 4 * thread_tile(p)[0] + 64 <= registers_left(p),
+             lambda p: (f"A_QUADS=1 holds 4 k steps of a thread's {thread_tile(p)[0]} rows of A: with its "
+                        f"{accumulators(p)} accumulators and 64 for the rest, more than the {registers_left(p)} "
+                        f"registers {p['MINB']} block(s) an SM leave a thread")),
+    )
 
 
 def _store_twins(p, pr) -> list:
@@ -115,6 +145,9 @@ SHAPE_RULES = (
               lambda p, pr: (f"with SPREAD={p['SPREAD']}, the copies past a block's last K tile repeat it as a whole "
                              f"tile, and K={pr.K} is shorter than one (BK={p['BK']}): they would read outside A "
                              f"and B. Use SPREAD=0, or a K of at least BK")),
+    ShapeRule("a-quads", lambda p, pr: not p.get("A_QUADS") or (pr.lda % 4 == 0 and pr.K % 4 == 0),
+              lambda p, pr: (f"A_QUADS=1 copies A 16 bytes at a time, so A's rows must start 16 bytes apart and K be "
+                             f"a multiple of 4: got lda={pr.lda} and K={pr.K}. Use A_QUADS=0")),
     ShapeRule("row-offsets", lambda p, pr: p["BM"] * pr.lda < 2**31 and p["BK"] * pr.ldb < 2**31,
               lambda p, pr: (f"a thread's copies within a tile are addressed with 32-bit offsets: BM x lda and "
                              f"BK x ldb must stay under 2^31 (got {p['BM']} x {pr.lda} and {p['BK']} x {pr.ldb})")),
@@ -148,12 +181,16 @@ SPEC = KernelSpec(
         Param("RAGGED_B", (0, 1), 0, "where B's rows (or the tile's columns) do not start 16-byte aligned, 1: B's 4-byte "
                                      "copies go consecutive lanes on consecutive floats of a row; 0: each thread copies "
                                      "its own 4 floats", slider=(0,)),
+        Param("A_QUADS", (0, 1), 0, "1: A's tile kept as it lies, copied 16 bytes at a time and read 4 k steps a load "
+                                    "(A's rows 16-byte aligned, K a multiple of 4); 0: transposed, 4 bytes a copy",
+              slider=(0,)),
         Param("STAGE_C", (0, 1), 0, "where C's rows (or the tile's columns) do not start 16-byte aligned, 1: the tile "
                                     "is stored through shared memory row by row; 0: 4 bytes at a time from the registers"),
     ),
-    rules=rules(),
+    rules=(*rules(), *_a_quads_rules()),
     shape_rules=SHAPE_RULES,
     **{**kernel_fields(), "dynamic_smem": _dynamic_smem},
+    pointer_alignment=lambda p: 16 if p.get("A_QUADS") else 4,
     k_split=_pieces,
     k_split_why=_fewer_pieces,
     # steps, at the chapter's step size (4096^3, where no split fits the workspace, nor pays): 11's tiles
@@ -189,7 +226,7 @@ SPEC = KernelSpec(
 # path adds 1 / BM of a copy per multiply-add: half as much for 128-row tiles as for the defaults' 64
 # gemmlab.matmul runs a launch with tiles on the 4-byte path as RAGGED_B=1: as fast or faster at each of 29 ragged
 # shapes, 3% over them (docs/dispatch-history.md), and priced as the build the model was fitted to
-MODEL = KernelModel(**model_fields(), fast_tiles=_fast_tiles, slow_weight=lambda p: 64 / p["BM"], twins=_store_twins,
+MODEL = KernelModel(**{**model_fields(), "smem_word": _smem_word}, fast_tiles=_fast_tiles, slow_weight=lambda p: 64 / p["BM"], twins=_store_twins,
                     checked_build={"RAGGED_B": 1})
 
 PROGRAMME = Programme(
