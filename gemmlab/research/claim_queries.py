@@ -136,6 +136,7 @@ def _plan(args: list[str]):
               "others_slower": float(all(o.predicted_us > p.choice.predicted_us for o in p.others)),
               "checked_build": float(bool(swapped := registry.model(p.spec).checked_build)
                                      and all(launch.params.get(k) == v for k, v in swapped.items()))}
+    fields.update({k: float(v) for k, v in launch.params.items() if k not in fields})   # the launch's tunables
     if args[1] not in fields:
         raise ClaimError(f"a plan has no field '{args[1]}'; it has {', '.join(fields)}")
     return fields[args[1]]
