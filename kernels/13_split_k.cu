@@ -1,7 +1,8 @@
 // Chapter 13 -- every shape: edge tiles moved inside C, and every tile split along K.
 //
 // What changed since 11: 11 is fast where C's tiles fill the GPU many times over and M, N and K are
-// multiples of its tiles. Elsewhere two things cost it speed, and this kernel removes both.
+// multiples of its tiles. Elsewhere two things cost it speed, and this kernel removes both; a
+// tunable takes on a third, A's copies where C is narrow.
 //   * Ragged edges. 11's blocks whose tile reaches past M, N or K, and all of them where B's rows
 //     are not 16-byte multiples, take a checked copy path that works out, element by element,
 //     whether each copy lies inside the matrices, which makes each such tile slower (chapter 14
@@ -16,16 +17,9 @@
 //       - Where B's rows (or this tile's columns) do not start 16 bytes aligned, B is copied
 //         4 bytes at a time, still unchecked: 4 copies for one, where the checked path cost a
 //         bounds test and an address per float. RAGGED_B=1 lays those copies across the warp:
-//         consecutive lanes copy consecutive floats of a row, so a warp's copy reads whole spans of
-//         the row (the tile's width, up to 128 bytes) and writes them one float to a bank (0: a
-//         thread copies its own 4-float chunk; a warp's copy reads floats 16 bytes apart and writes
-//         them 4 to a bank).
-//   * A's copies. A is copied into shared memory transposed, As[k][m], one float per copy, so that
-//     the math reads a thread's 4 rows of one k in one 16-byte load. Where C has few columns, A is
-//     nearly all of the traffic and those 4-byte copies pace the kernel. A_QUADS=1 keeps A's tile as
-//     it lies, As[m][k], copied 16 bytes at a time (a quarter of the copies), and the math reads a
-//     row's 4 k steps in one 16-byte load: 4 times the registers for A, so for narrow tiles. It
-//     needs A's rows to start 16 bytes aligned and K a multiple of 4 (the shape rule `a-quads`).
+//         consecutive lanes copy consecutive floats of a row, BN / 4 of them (a warp's copy covers
+//         one row of a tile 128 or more wide, 2 or 4 rows of one 64 or 32 wide), written 1, 2 or 4
+//         to a bank (0: each thread copies its own 4 floats, 16 bytes apart across the warp, 4 to a bank).
 //       - Where C's rows (or this tile's columns) do not start 16 bytes aligned, STAGE_C=1 stores the
 //         tile through shared memory, a warp's 32 stores on one row (0: 4 bytes at a time from the
 //         registers, 4 rows a warp's store). Which is faster depends on the shape: the plan chooses.
@@ -38,6 +32,12 @@
 //     took turns: chapter 14 fits what each adds), and the sum's order does not depend on which
 //     piece came last, so a result is the same bits run after run. The workspace and the arrival
 //     counts belong to the module: two launches of one compiled kernel must not run at once.
+//   * A's copies. A is copied into shared memory transposed, As[k][m], one float a copy, so that
+//     the math reads a thread's 4 rows of one k in one 16-byte load. Where C has few columns, A is
+//     nearly all of a tile's copies, and they pace the kernel. A_QUADS=1 keeps A's tile as it lies,
+//     As[m][k], copied 16 bytes at a time (a quarter of the copies), and the math reads 4 k steps
+//     of a row in one 16-byte load: 4 times the registers for A, so for narrow tiles. It needs lda
+//     and K multiples of 4 (the shape rule `a-quads`) and A 16-byte aligned (`pointer-alignment`).
 
 #include "ptx.cuh"   // cp.async and the block's coordinates: PTX (and its CPU twin)
 

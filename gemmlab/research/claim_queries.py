@@ -131,7 +131,7 @@ def _plan(args: list[str]):
               "predicted_us": p.predicted_us, "predicted_gflops": p.problem.flops / p.predicted_us / 1e3,
               "launches": float(p.launches), "k_split": float(launch.k_split), "pieces": float(launch.pieces),
               "split_tiles": float(launch.split_tiles), "stage_ldb": float(p.stage_ldb), "pad_n": float(p.pad_n),
-              "pad_m": float(p.pad_m),
+              "pad_m": float(p.pad_m), "stage_us": float(p.stage_us),
               "peeled": float(p.core is not None), "parts": float(len(p.parts)), "streams": float(registry.model(p.spec).streams),
               "others_slower": float(all(o.predicted_us > p.choice.predicted_us for o in p.others)),
               "checked_build": float(bool(swapped := registry.model(p.spec).checked_build)

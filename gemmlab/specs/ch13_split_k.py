@@ -146,8 +146,9 @@ SHAPE_RULES = (
                              f"tile, and K={pr.K} is shorter than one (BK={p['BK']}): they would read outside A "
                              f"and B. Use SPREAD=0, or a K of at least BK")),
     ShapeRule("a-quads", lambda p, pr: not p.get("A_QUADS") or (pr.lda % 4 == 0 and pr.K % 4 == 0),
-              lambda p, pr: (f"A_QUADS=1 copies A 16 bytes at a time, so A's rows must start 16 bytes apart and K be "
-                             f"a multiple of 4: got lda={pr.lda} and K={pr.K}. Use A_QUADS=0")),
+              lambda p, pr: (f"A_QUADS=1 copies A 16 bytes at a time, so A's rows must lie a multiple of 16 bytes apart "
+                             f"(lda a multiple of 4) and K be a multiple of 4: got lda={pr.lda} and K={pr.K}. Use "
+                             f"A_QUADS=0")),
     ShapeRule("row-offsets", lambda p, pr: p["BM"] * pr.lda < 2**31 and p["BK"] * pr.ldb < 2**31,
               lambda p, pr: (f"a thread's copies within a tile are addressed with 32-bit offsets: BM x lda and "
                              f"BK x ldb must stay under 2^31 (got {p['BM']} x {pr.lda} and {p['BK']} x {pr.ldb})")),
