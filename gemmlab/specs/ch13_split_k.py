@@ -5,7 +5,7 @@ from ..course import Programme
 from ..kernel_model import KernelModel
 from ..spec import Exercise, KernelSpec, Param, Rule, ShapeRule
 from .pipelined import kernel_fields, model_fields, registers_left, rules, smem, thread_tile
-from .shared import accumulators, outer_smem_word
+from .shared import accumulators, outer_smem_word, warp_threads
 
 # The kernel's workspace (kernels/13_split_k.cu's PARTIAL_FLOATS and ARRIVALS agree)
 PARTIAL_FLOATS = 1 << 23
@@ -102,12 +102,10 @@ def _smem_word(p, operand: str, k: int, i: int) -> int:
 
 def _a_quads_rules() -> tuple[Rule, ...]:
     """A_QUADS=1: A's 16-byte chunks split evenly over the threads, and a thread holds 4 k steps of its rows."""
-    def threads(p):
-        return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
     return (
-        Rule("a-quads-copies", lambda p: not p["A_QUADS"] or p["BM"] * p["BK"] // 4 % threads(p) == 0,
+        Rule("a-quads-copies", lambda p: not p["A_QUADS"] or p["BM"] * p["BK"] // 4 % warp_threads(p) == 0,
              lambda p: (f"A_QUADS=1 copies A's tile ({p['BM']} x {p['BK']} floats) in 16-byte chunks, which must split "
-                        f"evenly over the block's {threads(p)} threads")),
+                        f"evenly over the block's {warp_threads(p)} threads")),
         Rule("a-quads-registers",
              lambda p: not p["A_QUADS"] or accumulators(p) + 4 * thread_tile(p)[0] + 64 <= registers_left(p),
              lambda p: (f"A_QUADS=1 holds 4 k steps of a thread's {thread_tile(p)[0]} rows of A: with its "
@@ -183,7 +181,7 @@ SPEC = KernelSpec(
                                      "copies go consecutive lanes on consecutive floats of a row; 0: each thread copies "
                                      "its own 4 floats", slider=(0,)),
         Param("A_QUADS", (0, 1), 0, "1: A's tile kept as it lies, copied 16 bytes at a time and read 4 k steps a load "
-                                    "(A's rows 16-byte aligned, K a multiple of 4); 0: transposed, 4 bytes a copy",
+                                    "(lda and K multiples of 4, A 16-byte aligned); 0: transposed, 4 bytes a copy",
               slider=(0,)),
         Param("STAGE_C", (0, 1), 0, "where C's rows (or the tile's columns) do not start 16-byte aligned, 1: the tile "
                                     "is stored through shared memory row by row; 0: 4 bytes at a time from the registers"),
@@ -227,8 +225,8 @@ SPEC = KernelSpec(
 # path adds 1 / BM of a copy per multiply-add: half as much for 128-row tiles as for the defaults' 64
 # gemmlab.matmul runs a launch with tiles on the 4-byte path as RAGGED_B=1: as fast or faster at each of 29 ragged
 # shapes, 3% over them (docs/dispatch-history.md), and priced as the build the model was fitted to
-MODEL = KernelModel(**{**model_fields(), "smem_word": _smem_word}, fast_tiles=_fast_tiles, slow_weight=lambda p: 64 / p["BM"], twins=_store_twins,
-                    checked_build={"RAGGED_B": 1})
+MODEL = KernelModel(**{**model_fields(), "smem_word": _smem_word}, fast_tiles=_fast_tiles,
+                    slow_weight=lambda p: 64 / p["BM"], twins=_store_twins, checked_build={"RAGGED_B": 1})
 
 PROGRAMME = Programme(
     # shapes none of issue 17's suite has, where small grids and ragged edges are the problem: where the
