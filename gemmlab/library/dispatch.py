@@ -292,6 +292,7 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool,
             refused.setdefault(spec.name, str(exc))
             continue
         own_per_sm = blocks_per_sm(spec, cand.params, cand.registers, cand.static_smem, dev["arch"])
+        swapped = registry.model(spec).checked_build     # the build a launch with tiles off the fast path runs
         # a tile's cost beyond its K steps, with what storing C 4 bytes at a time adds (the same for every split)
         store = m.store_by_kernel.get(spec.name, 0.0) if cand.store is None else cand.store
         per_tile = cand.per_tile_us * (1 + store * scalar_stores(spec, problem, aligned))
@@ -306,7 +307,6 @@ def options(m: Model, problem: Problem, dev: dict, gpu: str, aligned: bool,
                         and not spec.split_count(params, problem, dev["sm_count"] * per_sm):
                     continue
                 launch = launch_with(spec, params, problem, dev, per_sm, gpu)
-                swapped = registry.model(spec).checked_build
                 if swapped and (not aligned or launch.fast_tiles is not None and launch.fast_tiles < launch.tiles):
                     launch = dataclasses.replace(launch, params={**params, **swapped})   # its slow path faster, same price
             except UnsupportedShape as exc:

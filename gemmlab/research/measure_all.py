@@ -245,9 +245,8 @@ def record(kernels: list[str] | None = None, sizes=course.EXPLORER_SIZES, out_di
             rec = records.Record(path, data)
             fresh = {(r["kernel"], config_key(r["kernel"], r["params"]), records.shape_key(r)) for r in trained
                      if rec.row_is_fresh(r)}
-            narrow = [job for job in narrow if (job[0], config_key(job[0], job[1]), job[2]) not in fresh]
-            small_k = [job for job in small_k if (job[0], config_key(job[0], job[1]), job[2]) not in fresh]
-            short = [job for job in short if (job[0], config_key(job[0], job[1]), job[2]) not in fresh]
+            narrow, small_k, short = ([job for job in jobs if (job[0], config_key(job[0], job[1]), job[2]) not in fresh]
+                                      for jobs in (narrow, small_k, short))
         new += dated(training.time_jobs(narrow, "chapter 13's narrow tiles", progress))
         new += dated(training.time_jobs(small_k, "chapter 12's small-K side", progress))
         new += dated(training.time_jobs(short, "chapter 13's 48-row tiles", progress))
