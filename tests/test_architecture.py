@@ -43,6 +43,7 @@ LAYERS = [
     ["cpu"],
     ["bench", "probes", "support"],
     ["records"],
+    ["compile_aside"],
     ["compile"],
     ["registry"],
     ["pictures", "config_plots"],

@@ -1,5 +1,11 @@
 """Compilation with NVRTC from pip: no GPU needed."""
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from gemmlab import registry, sass, spec as spec_module
@@ -210,3 +216,23 @@ def test_precompile_builds_only_what_is_missing_with_a_bar_and_its_sass_on_reque
     monkeypatch.setattr(compiler, "_warm", lambda *a, **k: warmed.append(a))
     compiler.precompile(jobs, progress=True, disassemble=True)
     assert warmed == [] and capsys.readouterr().err == "", "nothing left to build: no work, no bar"
+
+
+def test_compile_side_by_side_builds_in_children_that_do_not_rerun_the_callers_script(tmp_path, monkeypatch):
+    """gemmlab.matmul's first use compiles the builds it times side by side, from a library call in whatever script
+    makes it: a script with no `if __name__ == "__main__":` runs once (a spawned pool's workers would import it
+    again), every build it asks for lands in the cache, and one refused by rule is left to the caller's compile."""
+    from gemmlab import compile as compiler
+    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path / "cache"))
+    jobs = [("01_naive", {"BLOCK_M": 64, "BLOCK_N": 4}, "sm_90"), ("01_naive", {"BLOCK_M": 32, "BLOCK_N": 8}, "sm_90"),
+            ("03_coalescing", {"TILE": 64, "OUTPUTS": 2}, "sm_90")]          # the last is refused by rule
+    script = tmp_path / "unguarded.py"
+    script.write_text("import json\nfrom gemmlab.compile_aside import compile_side_by_side\nprint('ran')\n"
+                      f"compile_side_by_side(json.loads({json.dumps(json.dumps(jobs))}), progress=True)\n")
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ran"], f"the script ran more than once: {done.stdout!r}"
+    assert "2/2" in done.stderr, f"a bar over the two builds: {done.stderr!r}"
+    assert all(compiler.built(*job) for job in jobs[:2])

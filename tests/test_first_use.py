@@ -107,13 +107,17 @@ def test_a_reshaped_plan_is_kept_as_it_is(no_model):
 
 @pytest.fixture
 def fitted(tmp_path, monkeypatch):
-    """The fitted GPU (no GPU here: the record's, which has its model), a store in tmp_path, every build at hand."""
-    from gemmlab import compile as compiler
+    """The fitted GPU (the record's, which has its model, on any machine: another GPU here has none), a store in
+    tmp_path, every build at hand."""
+    from gemmlab import compile as compiler, results
+    monkeypatch.setattr(results, "here", lambda: results.Recorded(results.record(), "planned on the record's GPU"))
+    dispatch.plan.cache_clear()                    # plans made for this machine's GPU before
     monkeypatch.setattr(first_use, "_gpu_key", lambda: "NVIDIA H100 80GB HBM3|driver 13000|gemmlab 0.1.0")
     monkeypatch.setattr(first_use, "_store_path", lambda: tmp_path / first_use.STORE_NAME)
     monkeypatch.setattr(first_use, "_adjusted", {})
     monkeypatch.setattr(compiler, "ready", lambda *args: True)
-    return tmp_path / first_use.STORE_NAME
+    yield tmp_path / first_use.STORE_NAME
+    dispatch.plan.cache_clear()                    # the record's plans, not this machine's
 
 
 def _near_ties(plan):

@@ -3,8 +3,9 @@ model cannot tell its best options apart.
 
 The model in gemmlab/fitted/ was fitted to one GPU's record (the H100's). On another GPU the plan scales it
 by clock and FP32 lanes and ranks the options the same way, which can pick wrong. So there, the first call
-of a shape's class times the model's CANDIDATES best options for it once (interleaved, the L2 flushed, each
-result checked against float64: _time_checked), keeps the fastest that is right, remembers it in the compile cache keyed by the GPU, its driver
+of a shape's class times the model's CANDIDATES best options for it once (the builds no cubin ships compiled
+side by side first, compile_aside; then interleaved, the L2 flushed, each result checked against float64:
+_time_checked), keeps the fastest that is right, remembers it in the compile cache keyed by the GPU, its driver
 and gemmlab's version, and says so. It also remembers how far each timed option ran from the model's price: a
 later shape of the class is priced by those factors (`_from_class`), so that it runs the class's winner where
 the model prices that near enough, and the model's own choice for it where the winner's gain does not carry
@@ -34,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import bench, compile as compiler, device, files
+from ..compile_aside import compile_side_by_side
 from .dispatch import Plan, config_key, device_facts
 from .dispatch import options as options_of
 from .time_model import as_priced, fitted_path, model, unsplit
@@ -115,7 +117,9 @@ def _time_checked(options: list, budget_s: float = TIE_BUDGET_S, rows: int = 16)
     a_picked, b_used = a[picked, :p.K].astype(np.float64), b[:, :p.N].astype(np.float64)
     ref = a_picked @ b_used
     bound = (p.K + 2) * bench.UNIT_ROUNDOFF * (np.abs(a_picked) @ np.abs(b_used, out=b_used)) + 1e-30
-    kernels = [bench.Kernel(o.launch.spec, o.launch.params, prebuilt=True) for o in options]
+    arch = device.facts().arch
+    compile_side_by_side([(o.launch.spec.name, dict(o.launch.params), arch) for o in options])
+    kernels = [bench.Kernel(o.launch.spec, o.launch.params, arch, prebuilt=True) for o in options]
     right = []
     for k in kernels:
         c_rows.data.memset_async(0xFF, c_rows.nbytes)          # every float NaN
