@@ -28,8 +28,8 @@ def test_a_class_is_the_sizes_rounded_up_and_the_rows_alignment():
     assert first_use.class_key(Problem(4096, 4095, 4096), False) == "4096x4096x4096 unaligned N%4"
 
 
-def test_a_gpu_with_a_model_of_its_own_keeps_the_plan():
-    plan = dispatch.plan(4096, 4096, 4096)          # no GPU here: the record's GPU, which has a model
+def test_a_gpu_with_a_model_of_its_own_keeps_the_plan(on_record):
+    plan = dispatch.plan(4096, 4096, 4096)          # the record's GPU, which has a model
     assert first_use.adjusted(plan, timer=lambda options: pytest.fail("timed")) is plan
 
 
@@ -99,25 +99,51 @@ def test_a_damaged_store_is_tuned_anew(no_model):
     assert chosen.choice.label == plan.choice.label and "1024x1024x1024" in no_model.read_text()
 
 
-def test_a_reshaped_plan_is_kept_as_it_is(no_model):
+def test_a_peeled_plan_is_kept_and_one_on_a_copy_of_b_is_timed_among_its_launchs_options_at_its_shape(no_model):
+    """A call run on a copy of B (or in a padded buffer) times its launch's own best options at the launch's problem,
+    once for that shape; a peeled one keeps its plan (its parts are launches of their own)."""
+    peeled = dispatch.plan(2049, 2048, 2048)
+    assert peeled.parts and first_use.adjusted(peeled, timer=lambda options: pytest.fail("timed")) is peeled
     plan = dispatch.plan(4095, 4095, 4095)          # B copied into 16-byte rows
-    assert plan.stage_ldb
-    assert first_use.adjusted(plan, timer=lambda options: pytest.fail("timed")) is plan
+    launch = plan.choice.launch
+    assert plan.stage_ldb and launch.problem.ldb == plan.stage_ldb
+    timed = []
+
+    def timer(options):
+        timed.append(options)
+        return [float(len(options) - i) for i in range(len(options))]      # the model's last is fastest
+    chosen = first_use.adjusted(plan, timer=timer, checker=lambda o: True, say=False)
+    assert len(timed) == 1 and len(timed[0]) == first_use.CANDIDATES
+    assert all(o.launch.problem == launch.problem for o in timed[0]), "the launch's own options (B copied)"
+    assert chosen.stage_ldb == plan.stage_ldb and chosen.choice.label == timed[0][-1].label != plan.choice.label
+    assert "tuned on first use on this GPU, at this shape" in chosen.basis
+    assert "shape 4095x4095x4095 ld 4095 4096 4095" in no_model.read_text()
+    first_use._adjusted.clear()                    # a new process: remembered for the shape, not timed again
+    again = first_use.adjusted(plan, timer=lambda options: pytest.fail("timed again"))
+    assert again.choice.label == chosen.choice.label
+    unaligned = dispatch.plan(4095, 4095, 4095, aligned=False)   # the timing's operands would take another path
+    assert first_use.adjusted(unaligned, aligned=False, timer=lambda options: pytest.fail("timed")) is unaligned
 
 
 @pytest.fixture
-def fitted(tmp_path, monkeypatch):
-    """The fitted GPU (the record's, which has its model, on any machine: another GPU here has none), a store in
-    tmp_path, every build at hand."""
-    from gemmlab import compile as compiler, results
+def on_record(monkeypatch):
+    """Plans made for the record's GPU, which has its model, on any machine (another GPU here has none)."""
+    from gemmlab import results
     monkeypatch.setattr(results, "here", lambda: results.Recorded(results.record(), "planned on the record's GPU"))
     dispatch.plan.cache_clear()                    # plans made for this machine's GPU before
+    yield
+    dispatch.plan.cache_clear()                    # the record's plans, not this machine's
+
+
+@pytest.fixture
+def fitted(tmp_path, monkeypatch, on_record):
+    """The fitted GPU (the record's), a store in tmp_path, every build at hand."""
+    from gemmlab import compile as compiler
     monkeypatch.setattr(first_use, "_gpu_key", lambda: "NVIDIA H100 80GB HBM3|driver 13000|gemmlab 0.1.0")
     monkeypatch.setattr(first_use, "_store_path", lambda: tmp_path / first_use.STORE_NAME)
     monkeypatch.setattr(first_use, "_adjusted", {})
     monkeypatch.setattr(compiler, "ready", lambda *args: True)
-    yield tmp_path / first_use.STORE_NAME
-    dispatch.plan.cache_clear()                    # the record's plans, not this machine's
+    return tmp_path / first_use.STORE_NAME
 
 
 def _near_ties(plan):

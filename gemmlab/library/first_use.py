@@ -10,7 +10,10 @@ and gemmlab's version, and says so. It also remembers how far each timed option 
 later shape of the class is priced by those factors (`_from_class`), so that it runs the class's winner where
 the model prices that near enough, and the model's own choice for it where the winner's gain does not carry
 over (a class spans sizes whose tiles fill the GPU differently: 5000³ and 6144³ share one). A call the plan
-reshapes (peeled, B copied) or runs in several launches keeps the plan as it is. `python -m gemmlab tune
+runs in parts (peeled) or in several launches keeps the plan as it is. One it runs on a copy of B or in a padded
+buffer is timed at its own shape among its launch's CANDIDATES best options (a class's factors would price its
+launch, not its copies), where its A and B are few enough to make on the host (TIE_BREAK_CHECKED_FLOATS); the
+winner is remembered for that shape. `python -m gemmlab tune
 --matmul MxNxK ...` tunes shapes' classes beforehand; `python -m gemmlab fit` on a record of the GPU fits a
 model of its own (docs/dispatch.md).
 
@@ -168,8 +171,13 @@ def _adjust(plan: Plan, aligned: bool, timer, checker, say: bool) -> Plan:
     gpu = device_facts()[0]["name"]
     if has_model(gpu):
         return _tie_break(plan, aligned, timer, checker)
-    if plan.core or plan.stage_ldb or plan.pad_m or plan.launches > 1:
+    if plan.core or plan.parts or plan.launches > 1:
         return plan
+    if plan.stage_ldb or plan.pad_m:       # B copied, or C padded: the launch's own options, at its own shape
+        if not aligned or not _few_enough(plan.choice.launch.problem):
+            return plan
+        return _timed_at_shape(plan, aligned, timer, checker, lambda ranked: ranked[:CANDIDATES], CLASS_BUDGET_S,
+                               "; tuned on first use on this GPU, at this shape")
     path = _store_path()
     store = _load(path)
     key = f"{_gpu_key()}|{class_key(plan.problem, aligned)}"
@@ -222,6 +230,20 @@ def _tie_break(plan: Plan, aligned: bool, timer, checker) -> Plan:
     operands do, and a kernel's copy path is chosen by that at run time."""
     if plan.core or plan.parts or plan.launches > 1 or not aligned or not _priced_loosely(plan):
         return plan
+    arch = device_facts()[0]["arch"]
+
+    def near_ties(ranked: list) -> list:
+        near = [o for o in ranked if o.predicted_us <= plan.choice.predicted_us * (1 + TIE)]
+        return [o for o in near if compiler.ready(o.launch.spec, o.launch.params, arch)][:CANDIDATES]
+    return _timed_at_shape(plan, aligned, timer, checker, near_ties, TIE_BUDGET_S,
+                           f"; the fastest of the options the model prices within {TIE:.0%} of its best, timed on "
+                           f"first use")
+
+
+def _timed_at_shape(plan: Plan, aligned: bool, timer, checker, pick, budget_s: float, why: str) -> Plan:
+    """The plan, or the fastest right one of the options `pick` takes from its launch's ranked options, timed at the
+    launch's own problem on the shape's first call and remembered for that shape exactly. None is timed where the
+    plan's own choice is not the first picked (not at hand), or fewer than two are."""
     p = plan.choice.launch.problem
     path = _store_path()
     store = _load(path)
@@ -234,13 +256,12 @@ def _tie_break(plan: Plan, aligned: bool, timer, checker) -> Plan:
     if kept is not None:          # timed before: that configuration's best split, priced alone
         found, _ = options_of(model(dev["name"]), p, dev, gpu, aligned, only=kept)
         if found:
-            return _tied(plan, min(found, key=lambda o: o.rank))
-    near = [o for o in _ranked(plan, aligned, p) if o.predicted_us <= plan.choice.predicted_us * (1 + TIE)]
-    near = [o for o in near if compiler.ready(o.launch.spec, o.launch.params, dev["arch"])][:CANDIDATES]
+            return _tied(plan, min(found, key=lambda o: o.rank), why)
+    near = pick(_ranked(plan, aligned, p))
     if len(near) < 2 or _config(near[0]) != _config(plan.choice):
         return plan               # nothing to choose between, or the plan's own choice not at hand
-    chosen = _fastest_kept(near, plan.choice, timer, checker, TIE_BUDGET_S, path, store, key)
-    return plan if chosen is None or _config(chosen) == _config(plan.choice) else _tied(plan, chosen)
+    chosen = _fastest_kept(near, plan.choice, timer, checker, budget_s, path, store, key)
+    return plan if chosen is None or _config(chosen) == _config(plan.choice) else _tied(plan, chosen, why)
 
 
 def _priced_loosely(plan: Plan) -> bool:
@@ -251,12 +272,16 @@ def _priced_loosely(plan: Plan) -> bool:
     launch = plan.choice.launch
     p = launch.problem
     checked = launch.fast_tiles is not None and launch.fast_tiles < launch.tiles
-    return checked and p.M * p.lda + p.K * p.ldb <= TIE_BREAK_CHECKED_FLOATS
+    return checked and _few_enough(p)
 
 
-def _tied(plan: Plan, chosen) -> Plan:
-    return dataclasses.replace(plan, choice=chosen, basis=plan.basis + "; the fastest of the options the model "
-                               f"prices within {TIE:.0%} of its best, timed on first use")
+def _few_enough(p) -> bool:
+    """Whether a launch's A and B are few enough floats for a first call's timing to make on the host."""
+    return p.M * p.lda + p.K * p.ldb <= TIE_BREAK_CHECKED_FLOATS
+
+
+def _tied(plan: Plan, chosen, why: str) -> Plan:
+    return dataclasses.replace(plan, choice=chosen, basis=plan.basis + why)
 
 
 def _fastest_kept(options: list, fallback, timer, checker, budget_s: float, path: Path, store: dict, key: str,
