@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import bench, device
-from . import dispatch, first_use
+from . import dispatch, first_use, plan_store
 from ..spec import Problem
 
 
@@ -197,7 +197,7 @@ def _run(C, A, lda: int, B, ldb: int, M: int, N: int, K: int, alpha: float, beta
         C = cp.ascontiguousarray(target) if beta != 0 else cp.empty((M, N), cp.float32)
         lc = Layout(False, N)
     aligned = _aligned(A, B, C)
-    plan = first_use.adjusted(dispatch.plan(M, N, K, lda, ldb, lc.ld, aligned), aligned)
+    plan = first_use.adjusted(plan_store.plan(M, N, K, lda, ldb, lc.ld, aligned), aligned)
     if plan.pad_n or plan.pad_m:                     # run as a wider or taller C, in a buffer
         call = _padded_call(plan, M, N, K, lda, ldb, lc.ld, float(alpha), float(beta), cp)
         call(A, B, C)
