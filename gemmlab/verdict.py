@@ -89,5 +89,5 @@ def shown_path(path: Path) -> str:
 
 
 def shape_words(p: Problem) -> str:
-    """A shape as a verdict line says it: 512^3, or 200 x 136 x 72."""
-    return f"{p.M}^3" if p.M == p.N == p.K else f"{p.M} x {p.N} x {p.K}"
+    """A shape as a verdict line says it: 512³, or 200 x 136 x 72."""
+    return f"{p.M}³" if p.M == p.N == p.K else f"{p.M} x {p.N} x {p.K}"

@@ -122,5 +122,16 @@ def explorer(name: str, arch: str | None = None):
     update()
     # many tunables wrap onto several rows instead of one row wider than the cell
     controls = w.HBox(list(sliders.values()) + [size], layout=w.Layout(flex_flow="row wrap"))
-    return Panel([w.HTML(f"<b>{spec.title}</b>: {spec.technique}"), controls, report, result, chart],
+    return Panel([w.HTML(f"<b>{spec.title}</b>: {spec.technique}{fixed_note(spec)}"), controls, report, result, chart],
                  explorer_summary(name))
+
+
+def fixed_note(spec) -> str:
+    """A line under the title naming the greyed-out sliders, each at the one value the explorer offers (their hover
+    text says so too, but a greyed slider alone reads as broken); '' where none is."""
+    fixed = [p for p in spec.params if len(p.offered) == 1]
+    if not fixed:
+        return ""
+    names = ", ".join(f"{p.name}={p.default}" for p in fixed)
+    return (f"<br><small>Greyed out: {names}. The explorer offers one value of {'each' if len(fixed) > 1 else 'it'} "
+            f"(hover over a slider for what it sets).</small>")

@@ -144,3 +144,7 @@ def test_a_tunable_offered_at_one_value_is_greyed_out_and_the_others_move():
     for p in spec.params:
         assert sliders[p.name].disabled == (len(p.offered) == 1), p.name
     assert not sliders["M=N=K"].disabled
+    header = widgets.explorer("13", arch="sm_90").children[0].value
+    assert "Greyed out" in header and all(f"{n}={spec.tunable(n).default}" in header for n in single), \
+        "a line under the title names each greyed slider at its value"
+    assert "Greyed out" not in widgets.explorer("01", arch="sm_90").children[0].value, "no greyed slider, no line"

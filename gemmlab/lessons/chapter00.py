@@ -89,13 +89,13 @@ def show_warmup_and_spread() -> None:
     call = data["first_call"]
     spec = registry.get(call["kernel"])
     markdown(
-        f"**The first call** of chapter {spec.chapter:02d}'s kernel [{spec.config_label(call['params'])}] at 1024^3, "
+        f"**The first call** of chapter {spec.chapter:02d}'s kernel [{spec.config_label(call['params'])}] at 1024³, "
         f"never compiled or loaded before, took **{call['ms']:.0f} ms** of wall-clock time: compiling, loading the "
         f"module, launching. A launch of the loaded kernel takes {settled:.3f} ms.\n\n"
         f"**Launches right after the GPU idled for 2 s**, each timed with events, against the median of "
         f"launches 11-30 ({settled:.4f} ms):\n\n"
         + table(["launch", "ms", "vs settled"], rows)
-        + "\n\n**200 timings of one cuBLAS call at 1024^3**, with the L2 cache flushed before each "
+        + "\n\n**200 timings of one cuBLAS call at 1024³**, with the L2 cache flushed before each "
         "and without:\n\n"
         + table(["", "median ms", "quartiles", "min", "max"],
                 [[k, f"{v['median_ms']:.4f}", f"{v['q1_ms']:.4f} .. {v['q3_ms']:.4f}",
@@ -108,7 +108,7 @@ def show_tf32_contrast() -> None:
     rows = [[name.upper(), f"{v['gflops'] / 1e3:.1f}", f"{v['rel_err']:.1e}", f"{v['tol']:.1e}",
              "passes" if v["rel_err"] <= v["tol"] else "FAILS the FP32 check"] for name, v in data["tf32"].items()]
     size = next(iter(data["tf32"].values()))["size"]
-    markdown(table([f"cuBLAS math mode ({size}^3)", "TFLOP/s", "rel. error vs float64", "FP32 tolerance", "verdict"],
+    markdown(table([f"cuBLAS math mode ({size}³)", "TFLOP/s", "rel. error vs float64", "FP32 tolerance", "verdict"],
                    rows) + f"\n\n*{label}*")
 
 

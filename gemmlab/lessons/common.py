@@ -140,7 +140,7 @@ def show_tunable(name: str, tunable: str, size: int = 4096, **params) -> None:
                      f"{row['gflops'] / 1e3:.2f}", f"{row['ratio']:.1%}",
                      *beside_cells(src, src.beside(spec, row["params"], size))])
     markdown(table([tunable, "configuration", "ms", "TFLOP/s", "of cuBLAS (same run)", *beside_header(src)], rows)
-             + f"\n\nsize {size}^3, each validated before timing. *{src.label}*{beside_note(src)}")
+             + f"\n\nsize {size}³, each validated before timing. *{src.label}*{beside_note(src)}")
 
 
 def show_ladder(names: list[str] | None = None, size: int = 4096) -> None:
@@ -159,7 +159,7 @@ def show_ladder(names: list[str] | None = None, size: int = 4096) -> None:
         points.append((spec.title, t.intensity, best["gflops"]))
     markdown(table(["kernel", "best configuration", "TFLOP/s", "cuBLAS (same run)", "of cuBLAS",
                     *beside_header(src)], rows)
-             + f"\n\nsize {size}^3. *{src.label}*{beside_note(src)}")
+             + f"\n\nsize {size}³. *{src.label}*{beside_note(src)}")
     plots.roofline(points, peak, bw, src.label, note="kernels at the intensity of their requested global traffic")
 
 
@@ -207,7 +207,7 @@ def show_counters(names: list[str]) -> None:
         return
     markdown(table(["kernel", "sectors per load request", "sectors per store request",
                     "global load sectors x 32 B", "DRAM bytes read", "shared-load bank conflicts"], rows)
-             + f"\n\nat {size}^3, one launch each under `ncu --clock-control none`; {rec.label}")
+             + f"\n\nat {size}³, one launch each under `ncu --clock-control none`; {rec.label}")
 
 
 def show_explorer(name: str):

@@ -80,7 +80,7 @@ def show_profile(name: str) -> None:
     markdown(table(["kernel", "TFLOP/s under ncu", "issued per cycle per scheduler", "warps per scheduler",
                     "FFMA share of instructions", "FFMAs per SM cycle (of 4)", "shared wavefronts per SM cycle (of 1)",
                     "L2 GB", "DRAM GB"], body)
-             + f"\n\nat {size}^3, one launch each under `ncu --clock-control none` (caches flushed before it). "
+             + f"\n\nat {size}³, one launch each under `ncu --clock-control none` (caches flushed before it). "
              f"An SM can issue 4 warp FFMAs a cycle (128 lanes) and pass 1 shared-memory wavefront (32 banks x 4 "
              f"bytes); the chart: cycles a warp spent stalled per instruction it issued, by reason. *{rec.label}*")
     plots.stall_stack([caption for caption, _ in rows], [p for _, p in rows],
@@ -182,7 +182,7 @@ def show_issue_slots(name: str) -> None:
                      f"{r['ffma_share']:.2f}", f"{r['product'] / 1e3:.1f}",
                      "-" if r["profiled"] is None else f"{r['profiled'] / 1e3:.1f}", f"{r['timed'] / 1e3:.1f}"]
                     for r in rows])
-             + f"\n\nat {rows[0]['size']}^3. Clock share: the clock Nsight Compute saw over the attribute's "
+             + f"\n\nat {rows[0]['size']}³. Clock share: the clock Nsight Compute saw over the attribute's "
              f"{rec.device['clock_mhz']:.0f} MHz; SMs busy: cycles an SM held work over the launch's cycles. "
              f"Timed: the record's interleaved runs, L2 flushed. *{rec.label}*")
 

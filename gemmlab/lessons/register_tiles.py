@@ -91,7 +91,7 @@ def show_steps(name: str, size: int = 4096, operands: bool = True, profile: tupl
     markdown(table(["step", "TFLOP/s", "of cuBLAS (same run)", *beside_header(src),
                     *(["FFMA operands from the reuse cache", "FFMAs with two reads in one bank"] if operands else []),
                     *headers], rows)
-             + f"\n\n{spec.name} [{spec.config_label(spec.step_configs()[-1])}] at {size}^3, "
+             + f"\n\n{spec.name} [{spec.config_label(spec.step_configs()[-1])}] at {size}³, "
              f"each step validated before timing. *{src.label}*.{notes}{beside_note(src)}")
 
 

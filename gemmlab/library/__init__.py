@@ -361,7 +361,7 @@ LARGE_FLOPS = 2 * 3072 ** 3
 def suite_groups(rows: list[dict]) -> dict[str, list[dict]]:
     """The suite's rows by kind, as suite_table's last lines and chapter 12 describe them."""
     return {
-        "large (at least 3072^3's FLOPs, sizes multiples of 8)":
+        "large (at least 3072³'s FLOPs, sizes multiples of 8)":
             [r for r in rows if 2 * r["M"] * r["N"] * r["K"] >= LARGE_FLOPS and all(r[d] % 8 == 0 for d in "MNK")],
         "M or N at most 4": [r for r in rows if min(r["M"], r["N"]) <= 4],
     }
