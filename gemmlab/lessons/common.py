@@ -28,7 +28,8 @@ def _exercise_note(spec) -> str:
 
 def show_kernel(name: str) -> None:
     spec = registry.get(name)
-    markdown(f"`kernels/{spec.path.name}`\n\n```cuda\n{_listing(spec)}```" + _exercise_note(spec))
+    # fenced as C++: JupyterLab's highlighter knows no CUDA, and names CUDA C++'s keywords as C++'s
+    markdown(f"`kernels/{spec.path.name}`\n\n```cpp\n{_listing(spec)}```" + _exercise_note(spec))
 
 
 def show_diff(old: str, new: str) -> None:
