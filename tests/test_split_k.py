@@ -137,6 +137,22 @@ def test_a_quads_is_right_on_the_cpu():
             {"forward": None, "reverse": None}, problem
 
 
+def test_the_cpu_runner_is_right_where_addresssanitizer_keeps_fake_stacks(monkeypatch):
+    """GCC 13's AddressSanitizer keeps fake stacks (use-after-return detection) by default, and the runner switched
+    fibers without keeping them: every chapter 13 configuration faulted (SEGV) on the CPU with Ubuntu 24.04's g++.
+    With them on here, the defaults and `A_QUADS=1` are right."""
+    from gemmlab import cpu
+    monkeypatch.setattr(cpu, "ASAN_OPTIONS", cpu.ASAN_OPTIONS + ":detect_stack_use_after_return=1")
+    for cfg, problem in (({}, Problem(70, 66, 36)), ({"BM": 64, "BN": 32, "WM": 32, "WN": 32, "A_QUADS": 1},
+                                                      Problem(131, 37, 264))):
+        if not cpu.sanitizers(tuple(cpu.compiler())):
+            pytest.skip("this C++ compiler builds no AddressSanitizer")
+        full = SPEC.resolve(cfg)
+        program = cpu.build(SPEC, full)
+        assert cpu.run(program, SPEC, full, problem, 1, SPEC.path, SPEC.path.name) == \
+            {"forward": None, "reverse": None}, cfg
+
+
 def test_a_quads_takes_a_k_of_whole_quads_and_aligned_rows_only():
     """Refused by name where A's rows are not 16-byte chunks; its tile as it lies needs no padded rows."""
     quads = SPEC.resolve({"BM": 64, "BN": 32, "WM": 32, "WN": 32, "A_QUADS": 1})

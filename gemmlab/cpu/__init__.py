@@ -35,6 +35,10 @@ SLOTS = 132
 FLAGS = ["-std=c++17", "-O1", "-g", "-fno-omit-frame-pointer", "-Wno-unknown-pragmas", "-Wno-unused-result",
          "-DGEMMLAB_CPU"]
 SANITIZERS = ["-fsanitize=address,alignment", "-fno-sanitize-recover=all"]
+# The sanitizers abort on the first error, where the runner names the CUDA thread that ran. (Whether AddressSanitizer
+# keeps fake stacks to catch a use after return is left to its default: on from GCC 13, off before; runtime.cpp keeps
+# each fiber's across its switches.)
+ASAN_OPTIONS = "detect_leaks=0:abort_on_error=1:symbolize=1:halt_on_error=1"
 
 
 class NoCompiler(RuntimeError):
@@ -251,9 +255,7 @@ def run(program: Path, spec: KernelSpec, params: Params, problem: Problem, seed:
         cmd = [str(program), *map(str, grid), str(block[0]), str(spec.dynamic_smem(full)),
                str(p.M), str(p.N), str(p.K), repr(p.alpha), repr(p.beta), str(p.lda), str(p.ldb), str(p.ldc),
                *map(str, files)]
-        # the sanitizers abort on the first error, where the runner names the CUDA thread that ran
-        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:symbolize=1:halt_on_error=1",
-                   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:abort_on_error=1")
+        env = dict(os.environ, ASAN_OPTIONS=ASAN_OPTIONS, UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:abort_on_error=1")
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=env)
         except subprocess.TimeoutExpired:

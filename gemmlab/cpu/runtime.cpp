@@ -163,9 +163,12 @@ void swap(Context* from, Context* to) {
 
 void switch_to(Context* from, Context* to, const void* stack_bottom, size_t stack_size) {
 #ifdef GLCPU_ASAN
-    __sanitizer_start_switch_fiber(nullptr, stack_bottom, stack_size);
+    // the fake stack (use-after-return detection) of the context switched away from, kept until it runs again:
+    // with nullptr here AddressSanitizer destroyed it, and a kernel with fake frames faulted when it resumed
+    void* fake_stack = nullptr;
+    __sanitizer_start_switch_fiber(&fake_stack, stack_bottom, stack_size);
     swap(from, to);
-    __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
+    __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
 #else
     (void)stack_bottom;
     (void)stack_size;
