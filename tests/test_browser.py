@@ -391,6 +391,15 @@ def test_every_slider_name_shows_whole(chapters, name):
         assert not cut, f"{name}: slider names cut short: {cut} ({widths})"
 
 
+def test_printed_lines_wrap_between_words(chapters):
+    """JupyterLab's own style breaks a printed line at any letter where it meets the output's edge ('for e' / 'very
+    multiply-add' in chapter 01's quiz); the lab's custom.css has it wrap at spaces. Chapter 03 prints its quiz."""
+    page, _ = chapters.run("03_coalescing.ipynb")
+    styles = page.evaluate("() => [...document.querySelectorAll('.jp-OutputArea-output pre')]"
+                           ".map((e) => getComputedStyle(e).wordBreak)")
+    assert styles and set(styles) == {"normal"}, styles
+
+
 # ---------------------------------------------------------------- chapter 03's explorer
 
 def _explorer_route() -> tuple[list[tuple[str, int]], dict, dict]:

@@ -42,6 +42,13 @@ def test_the_lab_asks_no_news_question_and_checks_no_update(config):
     assert notification == {"fetchNews": "false", "checkForUpdates": False}
 
 
+def test_the_lab_wraps_printed_lines_at_spaces(config):
+    """custom.css, served from .lab/custom by the web application's settings, overrides JupyterLab's word-break."""
+    assert config.LabApp.custom_css is True
+    css = Path(config.ServerApp.tornado_settings["static_custom_path"][0]) / "custom.css"
+    assert "word-break: normal" in css.read_text()
+
+
 @pytest.mark.skipif(shutil.which("bash") is None, reason="no bash here: the lab's terminals keep Jupyter's default")
 @pytest.mark.skipif(not (Path(sys.prefix) / "bin" / "activate").exists(), reason="not running in a virtual environment")
 def test_a_lab_terminal_runs_the_courses_python(config, tmp_path):
