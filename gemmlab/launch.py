@@ -152,7 +152,7 @@ class Launch:
             + (f", each split in {self.k_split} along K ({self.piece_steps} K steps a piece)" if self.k_split > 1 else ""),
             f"  waves: {per_slot(self.waves)} blocks per slot, {share(self.slot_use)} of the slots' "
             f"time busy; {counted(self.k_steps, 'K step')} a tile; {self.covered:.0%} of the tiles' area inside C",
-            f"  operands {self.operand_bytes / 1e6:,.1f} MB ({'within' if self.operand_bytes <= self.l2_bytes else 'over'} "
+            f"  operands {self.operand_bytes / 2**20:,.1f} MiB ({'within' if self.operand_bytes <= self.l2_bytes else 'over'} "
             f"the {self.l2_bytes / 2**20:.0f} MiB L2); {self.intensity:.3g} FLOPs per byte against a ridge of "
             f"{self.ridge:.0f}",
         ]

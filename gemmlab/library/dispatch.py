@@ -177,10 +177,10 @@ class Plan:
                           if ch.tiles == 1 else f"; {ch.fast_tiles:,} of {ch.tiles:,} tiles copy B 16 bytes at a time")
         if swapped := {k: v for k, v in registry.model(ch.spec).checked_build.items() if ch.params.get(k) == v}:
             alignment += (f"; {' '.join(f'{k}={v}' for k, v in swapped.items())}: the kernel's build for tiles off that "
-                          f"path (KernelModel.checked_build), priced as the configuration without it")
+                          f"path, priced as the configuration without it")
         fits = "within" if ch.operand_bytes <= ch.l2_bytes else "over"
         side = "memory-bound" if ch.intensity < ch.ridge else "compute-bound"
-        size = (f"bytes: operands {ch.operand_bytes / 1e6:,.1f} MB, {fits} the {ch.l2_bytes / 2**20:.0f} MiB L2; "
+        size = (f"bytes: operands {ch.operand_bytes / 2**20:,.1f} MiB, {fits} the {ch.l2_bytes / 2**20:.0f} MiB L2; "
                 f"{ch.intensity:.3g} FLOPs per byte against a ridge of {ch.ridge:.0f}: {side} by the roofline")
         if not math.isnan(self.choice.predicted_us):
             # the roofline's side and the launch's larger time can disagree (a launch that keeps few SMs busy
