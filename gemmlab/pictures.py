@@ -78,15 +78,21 @@ def warp_tiling(spec, params, geometry: dict, label: str = ""):
     ax.set_ylim(p["BM"], 0)
     for wr in range(p["BM"] // p["WM"]):
         for wc in range(p["BN"] // p["WN"]):
-            ax.add_patch(Rectangle((wc * p["WN"], wr * p["WM"]), p["WN"], p["WM"], fill=True,
+            x0, y0 = wc * p["WN"], wr * p["WM"]
+            ax.add_patch(Rectangle((x0, y0), p["WN"], p["WM"], fill=True,
                                    color=plt.cm.Pastel1((wr * (p["BN"] // p["WN"]) + wc) % 9), lw=0))
-            ax.text(wc * p["WN"] + 1, wr * p["WM"] + 3, f"warp {wr * (p['BN'] // p['WN']) + wc}", fontsize=6)
+            # the borders between sub-tiles, each drawn once (two dashed outlines on one border, their dashes out
+            # of step, read as a solid line)
+            ax.vlines([x0 + n * p["WSUBN"] for n in range(1, p["WNITER"])], y0, y0 + p["WM"], ls="--", lw=0.6,
+                      color="0.3")
+            ax.hlines([y0 + m * p["WSUBM"] for m in range(1, p["WMITER"])], x0, x0 + p["WN"], ls="--", lw=0.6,
+                      color="0.3")
             for m in range(p["WMITER"]):
                 for n in range(p["WNITER"]):
-                    ax.add_patch(Rectangle((wc * p["WN"] + n * p["WSUBN"], wr * p["WM"] + m * p["WSUBM"]),
-                                           p["WSUBN"], p["WSUBM"], fill=False, ls="--", lw=0.6, color="0.3"))
-                    ax.add_patch(Rectangle((wc * p["WN"] + n * p["WSUBN"], wr * p["WM"] + m * p["WSUBM"]),
-                                           p["TN"], p["TM"], color="C3"))
+                    ax.add_patch(Rectangle((x0 + n * p["WSUBN"], y0 + m * p["WSUBM"]), p["TN"], p["TM"], color="C3"))
+            # in the middle of the warp's first sub-tile, clear of lane 0's patch in its corner
+            ax.text(x0 + p["WSUBN"] / 2, y0 + p["WSUBM"] / 2, f"warp {wr * (p['BN'] // p['WN']) + wc}", fontsize=6,
+                    ha="center", va="center", bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8))
         ax.add_patch(Rectangle((0, wr * p["WM"]), p["BN"], p["WM"], fill=False, lw=1.5, color="k"))
     for wc in range(p["BN"] // p["WN"]):
         ax.add_patch(Rectangle((wc * p["WN"], 0), p["WN"], p["BM"], fill=False, lw=1.5, color="k"))
@@ -132,7 +138,7 @@ def tile_walk(spec, params, k_tile: int, steps: int, total_steps: int, label: st
         ax.text(x0 + cols / 2, y0 + rows + gap * 0.2, f"C tile {rows} x {cols}\n+= A tile x B tile\n"
                 f"({(t + 1) * k_tile} of K done)", ha="center", va="top", fontsize=7)
         ax.set_xlim(-gap * 0.2, x0 + cols + gap * 0.3)
-        ax.set_ylim(y0 + rows + gap * 2.4, -gap * 0.2)
+        ax.set_ylim(y0 + rows + gap * 3.0, -gap * 0.2)          # room for the three lines under C
         ax.set_aspect("equal")
         ax.axis("off")
         ax.set_title(f"step {t}: k0 = {t * k_tile}", fontsize=8)
@@ -161,9 +167,12 @@ def sectors(spec, params, requests, label: str = ""):
         ax.imshow(grid, cmap=ListedColormap(["white", "#fdd9a0", "#4c8fcf"]), vmin=0, vmax=2, aspect="auto",
                   extent=(c0 - 0.5, c1 - 0.5, r1 - 0.5, r0 - 0.5), interpolation="nearest")
         seen = set()
+        # lanes along a row at 32 columns: a cell is narrower than two digits side by side, so they stand upright
+        turn = 90 if c1 - c0 >= 24 and len(set(cs)) > len(set(rs)) else 0
         for lane, (r, c) in enumerate(req.elements):
             if (r, c) not in seen and (r1 - r0) * (c1 - c0) <= 64 * 64:
-                ax.text(c, r, str(lane), ha="center", va="center", fontsize=5 if max(c1 - c0, r1 - r0) > 32 else 5.5)
+                ax.text(c, r, str(lane), ha="center", va="center", rotation=turn,
+                        fontsize=5 if max(c1 - c0, r1 - r0) > 32 else 5.5)
                 seen.add((r, c))
         for x in range(c0, c1 + 1, 8):
             ax.axvline(x - 0.5, color="C3", lw=0.8)

@@ -14,7 +14,8 @@ from . import roofline as model
 def finish(fig, label: str):
     """Write where the figure's numbers come from (`label`) in its corner, lay it out and show it."""
     fig.text(0.99, 0.01, label, ha="right", va="bottom", fontsize=7, color="0.4")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    # a strip of its own at the bottom, a fixed height (a share of the height left a short figure's label on its axes)
+    fig.tight_layout(rect=(0, min(0.2 / fig.get_figheight(), 0.1), 1, 1))
     plt.show()
 
 
