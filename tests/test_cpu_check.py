@@ -120,7 +120,9 @@ def test_with_no_compiler_the_check_is_not_verified_and_never_passes(monkeypatch
     verdict = exercises.check("02", which="solution", gpu=False)
     assert not verdict.passed and verdict.summary == "NOT VERIFIED" and verdict.exit_status == 3
     assert "not run: correctness: no C++ compiler here" in str(verdict)
+    from gemmlab import device
     from gemmlab.__main__ import main
+    monkeypatch.setattr(device, "available", lambda: False)     # the command line, as on a machine with no GPU
     assert main(["check", "02", "--solution"]) == 3
     assert capsys.readouterr().out.startswith("NOT VERIFIED")
 
