@@ -23,8 +23,19 @@ c.LabApp.check_for_updates_class = "jupyterlab.NeverCheckForUpdate"
 c.LabApp.app_settings_dir = str(HERE / "settings")
 # custom/custom.css: printed lines wrap at spaces, not mid-word. (The folder Jupyter serves it from is not
 # configurable as such; the web application's settings, which tornado_settings overrides, carry it.)
-c.LabApp.custom_css = True
-c.ServerApp.tornado_settings = {"static_custom_path": [str(HERE / "custom")]}
+def _takes_custom_css() -> bool:
+    """JupyterLab 4 does; 3 (the ipywidgets 7 lab) has no such setting, and one it does not know stops it
+    loading the lab."""
+    try:
+        from jupyterlab.labapp import LabApp
+    except ImportError:
+        return False
+    return "custom_css" in LabApp.class_trait_names()
+
+
+if _takes_custom_css():
+    c.LabApp.custom_css = True
+    c.ServerApp.tornado_settings = {"static_custom_path": [str(HERE / "custom")]}
 
 # The terminal's shell inherits this process's environment; GEMMLAB_LAB_ENV names the environment to
 # activate (a login shell would reset PATH from /etc/profile, hence an rc file of our own).
