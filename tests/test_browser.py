@@ -400,6 +400,16 @@ def test_printed_lines_wrap_between_words(chapters):
     assert styles and set(styles) == {"normal"}, styles
 
 
+def test_a_kernel_listing_is_highlighted(chapters):
+    """A chapter's kernel source shows with its keywords and comments coloured: JupyterLab highlights a fence only
+    where it knows the language's name ('cuda' and 'cpp' came out plain)."""
+    page, _ = chapters.run("12_skinny.ipynb")
+    spans = page.evaluate("() => [...document.querySelectorAll('.jp-RenderedMarkdown pre')]"
+                          ".filter((e) => e.textContent.includes('__global__'))"
+                          ".map((e) => e.querySelectorAll('span[class]').length)")
+    assert spans and min(spans) > 10, f"listings' highlighted spans: {spans}"
+
+
 # ---------------------------------------------------------------- chapter 03's explorer
 
 def _explorer_route() -> tuple[list[tuple[str, int]], dict, dict]:

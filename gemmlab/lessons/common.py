@@ -28,8 +28,8 @@ def _exercise_note(spec) -> str:
 
 def show_kernel(name: str) -> None:
     spec = registry.get(name)
-    # fenced as C++: JupyterLab's highlighter knows no CUDA, and names CUDA C++'s keywords as C++'s
-    markdown(f"`kernels/{spec.path.name}`\n\n```cpp\n{_listing(spec)}```" + _exercise_note(spec))
+    # fenced as C++ ("c++": JupyterLab looks a fence up by language name, and knows neither "cuda" nor "cpp")
+    markdown(f"`kernels/{spec.path.name}`\n\n```c++\n{_listing(spec)}```" + _exercise_note(spec))
 
 
 def show_diff(old: str, new: str) -> None:
