@@ -44,7 +44,7 @@ def show_skinny_regime() -> None:
                     "cuBLAS TFLOP/s", "ratio", "DRAM GB/s (of a copy's)"], rows)
              + f"\n\n{spec.name}'s fastest of the configurations the sliders offer at each shape, validated, then "
                f"timed interleaved with cuBLAS FP32 in the same run. DRAM GB/s counts every operand once, the least "
-               f"any kernel must move; a plain device-to-device copy reached {copy:,.0f} GB/s on this GPU. "
+               f"any kernel must move; a plain device-to-device copy reached {copy:,.0f} GB/s on the same GPU. "
                f"*{rec.label}*")
 
 
