@@ -14,6 +14,7 @@ import functools
 import hashlib
 import json
 import math
+import threading
 from pathlib import Path
 
 from .. import arch as archs, compile as compiler, files
@@ -41,18 +42,20 @@ def plan(M: int, N: int, K: int, lda: int, ldb: int, ldc: int, aligned: bool) ->
         return ranked_plan(M, N, K, lda, ldb, ldc, aligned)
     if found is None:
         found = ranked_plan(M, N, K, lda, ldb, ldc, aligned)
-        store.pop(key, None)                 # a stale recipe, or none: this one joins last
-        if not math.isnan(found.predicted_us):           # a plan the model priced (not dispatch's fallback)
-            store[key] = _recipe(found)
-            for old in list(store)[:max(len(store) - KEPT, 0)]:
-                del store[old]
-            files.write_atomic(_store_path(), json.dumps(store) + "\n")
+        with _writing:                       # calls from several threads: one changes and writes the store at a time
+            store.pop(key, None)             # a stale recipe, or none: this one joins last
+            if not math.isnan(found.predicted_us):       # a plan the model priced (not dispatch's fallback)
+                store[key] = _recipe(found)
+                for old in list(store)[:max(len(store) - KEPT, 0)]:
+                    del store[old]
+                files.write_atomic(_store_path(), json.dumps(store) + "\n")
     _planned[shape] = found
     return found
 
 
 # this process's plans, by call: a repeated shape asks the store nothing
 _planned: dict[tuple, Plan] = {}
+_writing = threading.Lock()
 
 
 def _store_path() -> Path:
