@@ -24,7 +24,7 @@ def store(tmp_path, monkeypatch):
 
 
 def new_process():
-    plan_store._planned.clear()
+    plan_store.plan.cache_clear()
     plan_store._store.cache_clear()
     dispatch.plan.cache_clear()
 

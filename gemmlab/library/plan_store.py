@@ -28,11 +28,9 @@ STORE_NAME = "matmul-plans.json"
 KEPT = 1024
 
 
+@functools.lru_cache(maxsize=4096, typed=True)      # this process's plans: a repeated shape asks the store nothing
 def plan(M: int, N: int, K: int, lda: int, ldb: int, ldc: int, aligned: bool) -> Plan:
     """dispatch.plan's plan for this call, from its recipe where one was kept (made and kept where none was)."""
-    shape = (M, N, K, lda, ldb, ldc, aligned)
-    if shape in _planned:
-        return _planned[shape]
     dev, gpu = device_facts()
     try:
         m = model(dev["name"])
@@ -49,12 +47,9 @@ def plan(M: int, N: int, K: int, lda: int, ldb: int, ldc: int, aligned: bool) ->
                 for old in list(store)[:max(len(store) - KEPT, 0)]:
                     del store[old]
                 files.write_atomic(_store_path(), json.dumps(store) + "\n")
-    _planned[shape] = found
     return found
 
 
-# this process's plans, by call: a repeated shape asks the store nothing
-_planned: dict[tuple, Plan] = {}
 _writing = threading.Lock()
 
 
