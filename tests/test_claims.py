@@ -185,3 +185,25 @@ def test_loop_and_conflicts_read_the_hot_loop_and_the_shared_load_model(record):
     assert claims.query("conflicts 05 B TN=8", record) == 2 and claims.query("conflicts 08 B WN=64 TM=8", record) == 1
     with pytest.raises(claims.ClaimError):
         claims.query("conflicts 08 C", record)
+
+
+def test_a_plan_in_a_claim_is_the_records_on_any_gpu(record, monkeypatch):
+    """A claim about a plan is about the record's GPU. Checked on another GPU (here one with 1.44 times the
+    record's DRAM bandwidth, whose copy of B is priced lower), the claim's plan is still the record's."""
+    from gemmlab import results
+    from gemmlab.library import dispatch
+    from gemmlab.spec import Problem
+    other = {**record.device, "name": "NVIDIA H200", "dram_gbs": record.device["dram_gbs"] * 1.44}
+
+    class OtherGPU:
+        def attributes(self):
+            return other
+    monkeypatch.setattr(results, "here", OtherGPU)
+    dispatch.plan.cache_clear()
+    try:
+        here = dispatch.plan(4096, 24, 11008).stage_us
+        claimed = claims.query("plan 4096x24x11008 stage_us", record)
+    finally:
+        dispatch.plan.cache_clear()
+    on_record = dispatch.plan_for(Problem(4096, 24, 11008), record.device, "the record's GPU").stage_us
+    assert claimed == pytest.approx(on_record) and here < on_record - 0.1   # the copy, faster there

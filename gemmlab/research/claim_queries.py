@@ -121,11 +121,28 @@ def _intensity(args: list[str]) -> float:
     return roofline.traffic(spec, _params(spec, args[2:]), Problem(M, N, K)).intensity
 
 
-def _plan(args: list[str]):
+def _on_record(rec: records.Record) -> tuple[dict, str]:
+    """The record's GPU, as a plan names it: claims are about the record, whatever GPU checks them (another
+    GPU's plan differs, its copies of B priced at its own bandwidth)."""
+    return rec.device, f"{rec.device['name']}, the record's GPU"
+
+
+_record_plans: dict = {}          # (shape, record's file): its plan, made once a session
+
+
+def _record_plan(shape: str, rec: records.Record):
     from ..library import dispatch
+    from ..spec import Problem
+    key = (shape, str(rec.path))
+    if key not in _record_plans:
+        _record_plans[key] = dispatch.plan_for(Problem(*figures.shape_of(shape)), *_on_record(rec))
+    return _record_plans[key]
+
+
+def _plan(args: list[str], rec: records.Record):
     if len(args) != 2:
         raise ClaimError("'plan' takes SHAPE FIELD")
-    p = dispatch.plan(*figures.shape_of(args[0]))
+    p = _record_plan(args[0], rec)
     launch = p.choice.launch
     fields = {"kernel": p.spec.name, "config": launch.spec.changes_label(launch.params) or "defaults",
               "predicted_us": p.predicted_us, "predicted_gflops": p.problem.flops / p.predicted_us / 1e3,
@@ -142,16 +159,16 @@ def _plan(args: list[str]):
     return fields[args[1]]
 
 
-def _option(args: list[str]):
-    """One configuration's price at a shape as the plan weighs it (dispatch.options, the record's model), for a
-    comparison with the plan's choice: option 640 predicted_us 13 BM=32 SPLIT=3 STAGE_C=1"""
+def _option(args: list[str], rec: records.Record):
+    """One configuration's price at a shape as the plan weighs it (dispatch.options, the record's model, on the
+    record's GPU), for a comparison with the plan's choice: option 640 predicted_us 13 BM=32 SPLIT=3 STAGE_C=1"""
     from ..library import dispatch, time_model
     from ..spec import Problem
     if len(args) < 3:
         raise ClaimError("'option' takes SHAPE FIELD KERNEL [NAME=VALUE...]")
     spec = registry.get(args[2])
     full = spec.resolve(figures.overrides(args[3:]))
-    dev, gpu = dispatch.device_facts()
+    dev, gpu = _on_record(rec)
     found, _ = dispatch.options(time_model.model(dev["name"]), Problem(*figures.shape_of(args[0])), dev, gpu, True)
     match = [o for o in found if o.launch.spec.name == spec.name
              and time_model.as_priced(spec, o.launch.params) == time_model.as_priced(spec, full)]
@@ -304,7 +321,7 @@ def _conflicts(args: list[str]) -> float:
 
 # Each verb's function takes the query's words after the verb and the record.
 VERBS = {"record": _record, "setting": _setting, "rows": _rows, "sass": lambda args, rec: _sass(args), "intensity": lambda args, rec: _intensity(args),
-         "plan": lambda args, rec: _plan(args), "option": lambda args, rec: _option(args),
+         "plan": _plan, "option": _option,
          "candidates": lambda args, rec: _candidates(args),
          "fitted": lambda args, rec: _fitted(args),
          "launch": _launch, "loop": lambda args, rec: _loop(args),
