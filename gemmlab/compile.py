@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import hashlib
 import json
 import os
@@ -208,7 +207,7 @@ def _options(params: Params, arch: str) -> list[str]:
 
 # One NVRTC compile at a time in a process: compiles run side by side in threads of one process were
 # seen to give different code now and then (a spill, a few more registers or instructions; never
-# reproduced on demand: docs/toolchain.md). precompile() runs compiles in parallel in processes.
+# reproduced on demand: docs/toolchain.md). compile_aside.precompile runs compiles in parallel in processes.
 _ONE_COMPILE_AT_A_TIME = threading.Lock()
 
 
@@ -352,98 +351,3 @@ def compile_kernel(kernel: str | KernelSpec, params: Params | None = None, arch:
         resources = Resources.of(image, sass.opcodes(cubin_path) if frame else [])
         files.write_atomic(res_path, json.dumps(asdict(resources)))
     return Build(spec.name, full, arch, cubin_path, log, resources, compiler, found is not None, shipped is not None)
-
-
-def _warm(job: tuple[str, dict | None, str], disassemble: bool = False) -> None:
-    try:
-        build = compile_kernel(*job)
-        if disassemble:
-            sass.disassemble(build)
-    except Exception:   # left for the caller's own compile_kernel to raise, with its message
-        pass
-
-
-def precompile(jobs: list[tuple[str, dict | None, str]], progress: bool = False, disassemble: bool = False) -> None:
-    """Fill the compile cache for many (kernel name, params, arch) at once, one worker process per
-    core (see _ONE_COMPILE_AT_A_TIME for why not threads), each build's SASS text too with `disassemble`.
-    Builds already in the cache are skipped; with `progress`, a bar counts the rest (none where nothing is
-    left to build). Compile errors are not raised here: the caller's compile_kernel of the same job raises them."""
-    unique = [job for job in {json.dumps(job, sort_keys=True): job for job in jobs}.values()
-              if not built(*job, disassembled=disassemble)]
-    if not unique:
-        return
-    from .progress import transient
-    warm = functools.partial(_warm, disassemble=disassemble)
-    workers = min(os.cpu_count() or 1, len(unique))
-    if workers <= 1:
-        with transient(len(unique), "compile", progress) as bar:
-            for job in unique:
-                warm(job)
-                bar.update(1)
-        return
-    cache_dir()           # an unusable cache (files.UnusableDirectory) said here, before any worker starts
-    import multiprocessing
-    import signal
-    from concurrent.futures import ProcessPoolExecutor
-
-    # spawn, not fork: the parent may hold CUDA state or threads (a notebook's kernel)
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_sigint)
-    # Ctrl-C is the parent's to answer: the workers are started with SIGINT blocked (a terminal sends it to them
-    # too, and each would print a traceback; a blocked signal stays so across exec, until _ignore_sigint ignores
-    # it), and the parent stops them below. Blocked, not ignored, in the parent too: a Ctrl-C while the workers
-    # start is held and raised once they have, where an ignored one was lost and the compiles ran to the end.
-    # (signal masks are the main thread's to set here: another thread's Ctrl-C goes to the main thread anyway)
-    main = threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask")
-    try:
-        if main:
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            done = pool.map(warm, unique)          # submits every job: every worker is started here
-        finally:
-            if main:
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})   # a held Ctrl-C is raised here
-        with transient(len(unique), "compile", progress) as bar:
-            for _ in done:
-                bar.update(1)
-    except KeyboardInterrupt:                      # stopped: no worker is left compiling; no traceback of the pool's
-        _stop(pool)
-        raise KeyboardInterrupt("compiling stopped; the builds finished before are kept in the cache") from None
-    except BaseException:                          # failed: no worker is left compiling
-        _stop(pool)
-        raise
-    pool.shutdown()
-
-
-def _ignore_sigint() -> None:
-    """A compile worker's start: Ctrl-C ignored, and a process group of its own, so that _stop ends the
-    tools it runs (nvdisasm) with it."""
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if hasattr(os, "setpgid"):
-        with contextlib.suppress(OSError):
-            os.setpgid(0, 0)
-
-
-def _stop(pool) -> None:
-    """Stop a ProcessPoolExecutor's workers now, their jobs unfinished (shutdown would wait for them)."""
-    processes = list((getattr(pool, "_processes", None) or {}).values())   # no public way before Python 3.14
-    manager = getattr(pool, "_executor_manager_thread", None)              # shutdown forgets it
-    pool.shutdown(wait=False, cancel_futures=True)
-    import signal
-    for process in processes:
-        with contextlib.suppress(Exception):
-            if hasattr(os, "killpg") and process.pid and os.getpgid(process.pid) == process.pid:
-                os.killpg(process.pid, signal.SIGTERM)     # the worker and any tool it is running
-            else:
-                process.terminate()
-    for process in processes:
-        with contextlib.suppress(Exception):
-            process.join(5)
-    # concurrent.futures' exit handler (3.10, 3.11) wakes every pool's manager thread through a pipe that thread
-    # closes as it ends, and prints an OSError traceback after our one line where it already has: this pool's
-    # thread is taken off the handler's list (the interpreter still joins it, as a thread of its own, at exit)
-    if manager is not None:
-        manager.join(5)
-        from concurrent.futures import process as futures_process
-        with contextlib.suppress(Exception):
-            futures_process._threads_wakeups.pop(manager, None)

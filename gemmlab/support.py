@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import arch as archs, files, identity, registry, toolchain
-from .compile import compile_kernel, precompile
+from .compile import compile_kernel
+from .compile_aside import precompile
 from .spec import IllegalConfig
 
 # Not under gemmlab/data/: every JSON file there is read as a GPU's record.
@@ -50,7 +51,7 @@ def cells(jobs: list[tuple[str, str]], params: dict | None = None, progress: boo
     if not jobs:
         return []
     parallel = min(os.cpu_count() or 1, len(jobs)) > 1
-    if parallel:   # a process per core, with its own bar (compile.precompile); the cells below read the cache
+    if parallel:   # a process per core, with its own bar (compile_aside.precompile); the cells below read the cache
         precompile([(k, params, a) for k, a in jobs], progress=progress)
     from .progress import transient
     out = []

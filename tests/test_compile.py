@@ -154,26 +154,6 @@ def test_what_chapter_09_says_of_its_compile_reports():
     assert capped.occupancy.blocks_per_sm == 2 and four.occupancy.blocks_per_sm == 1
 
 
-def test_a_stopped_compile_pool_is_off_the_exit_handlers_list():
-    """Ctrl-C stops the compile pool (compile._stop). concurrent.futures' exit handler must not then wake the
-    pool's manager thread through the pipe that thread closed as it ended: on Python 3.10 and 3.11 that printed
-    an OSError traceback after the command's one line, 'interrupted'."""
-    import multiprocessing
-    import time
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures import process as futures_process
-
-    from gemmlab import compile as compiler
-    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-    pool.submit(time.sleep, 30)
-    manager = pool._executor_manager_thread
-    assert manager in futures_process._threads_wakeups
-    started = time.monotonic()
-    compiler._stop(pool)
-    assert manager not in futures_process._threads_wakeups and not manager.is_alive()
-    assert time.monotonic() - started < 10, "the sleeping worker was stopped, not waited for"
-
-
 def test_the_disassembly_is_kept_beside_the_cubin_and_redone_when_the_cubin_changes(tmp_path, monkeypatch):
     """nvdisasm runs once for a build, in any process: its text is kept beside the cubin in the compile cache,
     and a cubin rebuilt with other bytes (or a damaged kept text) is disassembled anew."""
@@ -200,39 +180,44 @@ def test_the_disassembly_is_kept_beside_the_cubin_and_redone_when_the_cubin_chan
 def test_precompile_builds_only_what_is_missing_with_a_bar_and_its_sass_on_request(tmp_path, monkeypatch, capsys):
     """A lesson that compiles several builds asks precompile first: a bar counts the builds still to make (and
     disassemble), on one core or several, and where every one is in the cache nothing runs and no bar shows."""
-    from gemmlab import compile as compiler
+    from gemmlab import compile as compiler, compile_aside
     monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path))
     jobs = [("01_naive", {"BLOCK_M": 64, "BLOCK_N": 4}, "sm_90"), ("01_naive", {"BLOCK_M": 32, "BLOCK_N": 8}, "sm_90"),
             ("03_coalescing", {"TILE": 64, "OUTPUTS": 2}, "sm_90")]          # the last is refused by rule
     assert not compiler.built(*jobs[0]) and compiler.built(*jobs[2]), "a refused build has nothing to build"
     compile_kernel(*jobs[0])
     assert compiler.built(*jobs[0]) and not compiler.built(*jobs[0], disassembled=True)
-    monkeypatch.setattr(compiler.os, "cpu_count", lambda: 1)       # the one-core path, in this process
-    compiler.precompile(jobs, progress=True, disassemble=True)
+    monkeypatch.setattr(compile_aside.os, "cpu_count", lambda: 1)    # the one-core path, in this process
+    compile_aside.precompile(jobs, progress=True, disassemble=True)
     err = capsys.readouterr().err
     assert "compile" in err and "2/2" in err, f"a bar over the two builds still to make: {err!r}"
     assert all(compiler.built(*job, disassembled=True) for job in jobs)
     warmed = []
-    monkeypatch.setattr(compiler, "_warm", lambda *a, **k: warmed.append(a))
-    compiler.precompile(jobs, progress=True, disassemble=True)
+    monkeypatch.setattr(compile_aside, "_build", lambda *a, **k: warmed.append(a))
+    compile_aside.precompile(jobs, progress=True, disassemble=True)
     assert warmed == [] and capsys.readouterr().err == "", "nothing left to build: no work, no bar"
 
 
-def test_compile_side_by_side_builds_in_children_that_do_not_rerun_the_callers_script(tmp_path, monkeypatch):
-    """gemmlab.matmul's first use compiles the builds it times side by side, from a library call in whatever script
-    makes it: a script with no `if __name__ == "__main__":` runs once (a spawned pool's workers would import it
-    again), every build it asks for lands in the cache, and one refused by rule is left to the caller's compile."""
+@pytest.mark.parametrize("call", ["from gemmlab.compile_aside import compile_side_by_side as compile_them",
+                                  "from gemmlab.compile_aside import precompile as compile_them"])
+def test_builds_compiled_side_by_side_do_not_rerun_the_callers_script(tmp_path, monkeypatch, call):
+    """gemmlab.matmul's first use (compile_side_by_side) and a lesson or research (precompile) compile builds side by
+    side, from whatever script calls them: a script with no `if __name__ == "__main__":` runs once (a spawned pool's
+    workers would import it again), every build it asks for lands in the cache with its SASS where asked, and one
+    refused by rule is left to the caller's compile."""
     from gemmlab import compile as compiler
     monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path / "cache"))
     jobs = [("01_naive", {"BLOCK_M": 64, "BLOCK_N": 4}, "sm_90"), ("01_naive", {"BLOCK_M": 32, "BLOCK_N": 8}, "sm_90"),
             ("03_coalescing", {"TILE": 64, "OUTPUTS": 2}, "sm_90")]          # the last is refused by rule
+    disassemble = "precompile" in call
     script = tmp_path / "unguarded.py"
-    script.write_text("import json\nfrom gemmlab.compile_aside import compile_side_by_side\nprint('ran')\n"
-                      f"compile_side_by_side(json.loads({json.dumps(json.dumps(jobs))}), progress=True)\n")
+    script.write_text(f"import json\n{call}\nprint('ran')\n"
+                      f"compile_them(json.loads({json.dumps(json.dumps(jobs))}), progress=True"
+                      f"{', disassemble=True' if disassemble else ''})\n")
     root = Path(__file__).resolve().parent.parent
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path,
                           env={**os.environ, "PYTHONPATH": str(root)})
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["ran"], f"the script ran more than once: {done.stdout!r}"
     assert "2/2" in done.stderr, f"a bar over the two builds: {done.stderr!r}"
-    assert all(compiler.built(*job) for job in jobs[:2])
+    assert all(compiler.built(*job, disassembled=disassemble) for job in jobs[:2])

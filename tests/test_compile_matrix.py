@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from gemmlab import arch as archs, cubin, sass
-from gemmlab.compile import Resources, compile_kernel, precompile
+from gemmlab.compile import Resources, compile_kernel
+from gemmlab.compile_aside import precompile
 from gemmlab.registry import KERNELS
 from gemmlab.spec import IllegalConfig
 
@@ -42,7 +43,7 @@ EVERY_ARCH = tuple(archs.ARCHS)            # compiles, or is refused by a rule n
 
 @pytest.fixture(scope="module", autouse=True)
 def compiled_in_parallel(request):
-    """Every selected case compiled once up front, a process per core (compile.precompile), into the
+    """Every selected case compiled once up front, a process per core (compile_aside.precompile), into the
     session's cache: the tests below then check the builds. A case that fails to compile is not cached,
     so its test compiles it again and reports the error."""
     chosen = [item.callspec.params for item in request.session.items

@@ -525,7 +525,7 @@ def _alive(pid: int) -> bool:
 def test_ctrl_c_during_fit_stops_every_worker_and_says_one_line(tmp_path):
     import signal
     import time
-    env = {**os.environ, "GEMMLAB_CACHE": str(tmp_path / "cache")}    # empty: the fit compiles in a pool
+    env = {**os.environ, "GEMMLAB_CACHE": str(tmp_path / "cache")}    # empty: the fit compiles, side by side
     # a Ctrl-C reaches the child even where this run ignores it (a job started in the background, by a shell
     # without job control, ignores SIGINT, and so would every process it starts)
     child = subprocess.Popen([sys.executable, "-m", "gemmlab", "fit", "--out", str(tmp_path / "m.json")],
@@ -534,10 +534,10 @@ def test_ctrl_c_during_fit_stops_every_worker_and_says_one_line(tmp_path):
     try:
         start = time.monotonic()
         while len(_descendants(child.pid)) < 2 and time.monotonic() - start < 20 and child.poll() is None:
-            time.sleep(0.1)                   # the compile workers (and multiprocessing's resource tracker)
+            time.sleep(0.1)                   # the compile children
         time.sleep(1.0)
         workers = _descendants(child.pid)
-        assert len(workers) >= 2, "the compile pool had started"
+        assert len(workers) >= 2, "the compile children had started"
         child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=10)
     finally:
@@ -550,29 +550,33 @@ def test_ctrl_c_during_fit_stops_every_worker_and_says_one_line(tmp_path):
     assert not (tmp_path / "m.json").exists()
 
 
-def test_a_ctrl_c_while_the_compile_workers_start_is_not_lost(tmp_path, monkeypatch):
-    """The workers start with Ctrl-C held back (they would each print a traceback); one pressed in that moment is
-    raised in the parent as soon as they have started, and no compile is left running. (Ignored instead, it was
-    lost, and `fit` compiled every configuration before it could be stopped.)"""
+def test_a_ctrl_c_while_the_compile_children_start_stops_them_all(tmp_path, monkeypatch):
+    """A Ctrl-C the moment a compile child has started is raised in the parent with one line, and no child, nor
+    any build, is left running: the compiles were stopped, not run to the end."""
     import signal
     import threading
-    from concurrent.futures import ProcessPoolExecutor
+    from gemmlab import compile_aside
     monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path / "cache"))
-    start = ProcessPoolExecutor.map
+    started = []
+    real = compile_aside.subprocess.Popen
 
-    def map_after_a_ctrl_c(self, *args, **kwargs):
-        # a Ctrl-C while the pool starts, sent to the main thread, as a command line's only thread gets a terminal's
-        # (sent to the process, it may land on another thread of this test runner, pytest-xdist's, which does not
-        # hold it back, and then surface after precompile has returned: it did once, on a busy machine)
+    def popen_then_ctrl_c(command, *args, **kwargs):
+        child = real(command, *args, **kwargs)
+        if compile_aside.__name__ not in command:      # another program (ctypes looking a library up)
+            return child
+        started.append(child)
+        # sent to the main thread, as a command line's only thread gets a terminal's (sent to the process, it may
+        # land on another thread of this test runner, pytest-xdist's, and surface after precompile has returned)
         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-        return start(self, *args, **kwargs)
-    monkeypatch.setattr(ProcessPoolExecutor, "map", map_after_a_ctrl_c)
+        return child
+    monkeypatch.setattr(compile_aside.subprocess, "Popen", popen_then_ctrl_c)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)   # where this run ignores Ctrl-C too
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     jobs = [("01_naive", {"BLOCK_M": b}, "sm_90") for b in (32, 64)]
     try:
-        with pytest.raises(KeyboardInterrupt):
-            compiler.precompile(jobs)
+        with pytest.raises(KeyboardInterrupt, match="compiling stopped"):
+            compile_aside.precompile(jobs)
     finally:
         signal.signal(signal.SIGINT, previous)
+    assert started and all(child.poll() is not None for child in started), "no compile child is left running"
     assert not list((tmp_path / "cache").rglob("*.cubin*")), "the compiles were stopped, not run to the end"

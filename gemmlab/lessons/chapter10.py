@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from .. import pictures, registry, sass
-from ..compile import compile_kernel, precompile
+from ..compile import compile_kernel
+from ..compile_aside import precompile
 from .display import markdown, table
 
 

@@ -3,7 +3,8 @@ and table against cuBLAS."""
 from __future__ import annotations
 
 from .. import campaigns, config_plots, launch, pictures, plots, records, registry, results
-from ..compile import DEFAULT_ARCH, compile_kernel, precompile
+from ..compile import DEFAULT_ARCH, compile_kernel
+from ..compile_aside import precompile
 from ..spec import Problem
 from .models import waves
 from .display import markdown, table

@@ -3,7 +3,7 @@ picks among every chapter's kernels)."""
 from __future__ import annotations
 
 from .. import launch, records, registry, results
-from ..compile import precompile
+from ..compile_aside import precompile
 from .chapter12 import fastest_at_regime_shapes
 from .display import markdown, table
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 from .. import pictures, registry, sass, results
-from ..compile import DEFAULT_ARCH, compile_kernel, precompile
+from ..compile import DEFAULT_ARCH, compile_kernel
+from ..compile_aside import precompile
 from .models import ffma_order, owned, owner_grid, reused_operands, shared_loads, shared_supported
 from .display import beside_cells, beside_header, beside_note, markdown, table
 

@@ -11,7 +11,8 @@ import numpy as np
 
 from .. import files, records, registry
 from . import training
-from ..compile import compile_kernel, precompile
+from ..compile import compile_kernel
+from ..compile_aside import precompile
 from ..library.time_model import (STREAMING_REACH, blocks_per_sm, config_key, copy_path, features, fitted_path,
                                   pieces_of, scalar_stores, split_tunables, split_variants, unsplit, waves)
 from ..launch import ridge as ridge_of

@@ -131,9 +131,9 @@ def _profile_runs(results: list[dict], specs: list[KernelSpec] | None = None) ->
 
 
 def _precompile(jobs: list[tuple[KernelSpec, dict]], progress: bool) -> None:
-    """Compile every configuration about to be measured, in parallel (compile.precompile), so the
+    """Compile every configuration about to be measured, in parallel (compile_aside.precompile), so the
     measuring loop only loads cubins."""
-    from ..compile import precompile
+    from ..compile_aside import precompile
     arch = device.facts().arch
     precompile([(spec.name, cfg, arch) for spec, cfg in jobs], progress)
 

@@ -22,7 +22,7 @@ import random
 import sys
 import tempfile
 
-from .. import compile as compiler, files, prebuilt, records, registry
+from .. import compile as compiler, compile_aside, files, prebuilt, records, registry
 from ..library import dispatch, time_model
 from ..spec import BadProblem
 from . import training
@@ -100,7 +100,7 @@ def build() -> int:
             jobs.append((kernel, params, arch))
     with tempfile.TemporaryDirectory() as cache:
         os.environ["GEMMLAB_CACHE"] = cache           # compiled here afresh, by this machine's NVRTC
-        compiler.precompile(jobs, progress=True)
+        compile_aside.precompile(jobs, progress=True)
         prebuilt.DIR.mkdir(exist_ok=True)
         for kernel, params, arch in jobs:
             b = compiler.compile_kernel(kernel, params, arch)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from .. import bench, device, files, library, records, registry
-from ..compile import precompile
+from ..compile_aside import precompile
 from ..library import dispatch, time_model
 from ..spec import Problem, UnsupportedShape
 # the suites and draws, named here too: the record and the .ci scripts take them from the measurements' module
@@ -135,7 +135,7 @@ def small_k_tile_jobs(shapes) -> list[tuple[str, dict, tuple[int, int, int]]]:
 
 def time_jobs(jobs, desc: str, progress: bool = True) -> list[dict]:
     """Each (kernel, configuration, shape) validated, then timed against cuBLAS (bench.bench): a training row. The
-    builds are compiled side by side first (compile.precompile): one at a time, a round of new shapes waited on
+    builds are compiled side by side first (compile_aside.precompile): one at a time, a round of new shapes waited on
     NVRTC."""
     from tqdm.auto import tqdm
     if device.available():
