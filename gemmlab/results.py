@@ -226,7 +226,8 @@ def here() -> Live | Recorded:
     return Recorded(record(), device.why_unavailable())
 
 
-def ceilings() -> tuple[float, float]:
-    """(FP32 peak GFLOP/s, DRAM GB/s from attributes) of this GPU, or of the recorded one."""
-    d = here().device()
+def ceilings(rec: Record | None = None) -> tuple[float, float]:
+    """(FP32 peak GFLOP/s, DRAM GB/s from attributes) of this GPU, or of the recorded one; of `rec`'s GPU where
+    given, for figures that come from it (a record's points under another GPU's roof would sit too low or high)."""
+    d = rec.device if rec is not None else here().device()
     return d["peak_fp32_tflops"] * 1e3, d["dram_gbs"]

@@ -333,3 +333,20 @@ def test_point_labels_stay_inside_the_axes_however_crowded(record, no_windows):
         assert axes_box.x0 - 1 <= box.x0 and box.x1 <= axes_box.x1 + 1 and axes_box.y0 - 1 <= box.y0 \
             and box.y1 <= axes_box.y1 + 1, t.get_text()
     assert any(t.get_text().startswith("ridge") for t in ax.texts)
+
+
+def test_chapter_12s_roofline_draws_the_records_points_under_the_records_roof(no_windows, monkeypatch):
+    """Its points are the record's on any machine, so the roof is the record's GPU's too: on another GPU (an H200's
+    4,814 GB/s) the ridge it names stays the record's (20 FLOP/B on the H100's record, where 14 was drawn)."""
+    from gemmlab.lessons import chapter12
+    rec = results.record()
+    other = {**rec.device, "name": "NVIDIA H200", "dram_gbs": 4814.0}
+
+    class OtherGPU:
+        def device(self):
+            return other
+    monkeypatch.setattr(results, "here", OtherGPU)
+    chapter12.show_skinny_roofline()
+    ridge = [t.get_text() for t in no_windows[0].axes[0].texts if t.get_text().startswith("ridge")]
+    expected = rec.device["peak_fp32_tflops"] * 1e3 / rec.device["dram_gbs"]
+    assert ridge == [f"ridge {expected:.0f} FLOP/B"] and round(expected) != round(66.9e3 / 4814.0)

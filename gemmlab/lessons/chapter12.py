@@ -53,7 +53,7 @@ def show_skinny_roofline() -> None:
     each regime shape, at the compulsory intensity (every operand once)."""
     spec = _streaming_kernel()
     rec = results.record()
-    peak, bandwidth = results.ceilings()
+    peak, bandwidth = results.ceilings(rec)          # the record's points under the record's GPU's roof
     points, theirs = [], []
     for shape, best in fastest_at_regime_shapes(rec, spec).items():
         points.append((records.shape_label(shape), Problem(*shape).intensity, best["gflops"]))
