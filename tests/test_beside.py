@@ -67,3 +67,49 @@ def test_whole_programmes_get_the_records_programme_beside(lesson, args, monkeyp
     getattr(gl, lesson)(*args)
     out = capsys.readouterr().out
     assert "Beside it" in out and H100.label in out
+
+
+def test_a_chapter_on_a_gpu_with_no_record_says_whose_figures_the_text_quotes(monkeypatch, capsys):
+    """The chapter's first cell (`import gemmlab.lessons`) says, on such a GPU, that the text's figures are the
+    record's and how this GPU's ceilings differ; with no GPU, or on the recorded GPU, it says nothing."""
+    import importlib
+    live = _live(monkeypatch, "NVIDIA H200")
+    importlib.reload(gl)
+    out = capsys.readouterr().out
+    assert "Live on NVIDIA H200" in out and f"{H100.device['name']} record ({H100.data['date']})" in out
+    assert f"{live.attributes()['dram_gbs']:.0f} GB/s against the record's {H100.device['dram_gbs']:.0f}" in out
+    for quiet in (_live(monkeypatch, H100.device["name"]), results.Recorded(H100, "no GPU here")):
+        monkeypatch.setattr(results, "here", lambda: quiet)
+        importlib.reload(gl)
+        assert capsys.readouterr().out == ""
+
+
+def test_a_live_steps_table_marks_its_profile_columns_as_the_records(monkeypatch, capsys):
+    """Live, the steps table's timings are this GPU's and its Nsight Compute columns the record's: each profile
+    column's header says whose; every row names its configuration."""
+    _live(monkeypatch, "NVIDIA H200")
+    gl.show_steps("07_prefetch", operands=False)
+    header, _, *rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
+    whose = f"({H100.device['name'].removeprefix('NVIDIA ')} record)"
+    assert f"issued per cycle per scheduler {whose}" in header and f"wait stalls {whose}" in header
+    assert "TFLOP/s |" in header.replace(f"TFLOP/s {whose}", "")
+    assert [row.split(" | ")[1] for row in rows] == ["BM=64 BK=16 TN=4 PREFETCH=0", "BM=64 BK=16 TN=4",
+                                                      "PREFETCH=0", "defaults"]
+
+
+def test_the_ladder_beside_a_live_one_shows_the_records_figures_as_its_other_tables_do(monkeypatch, capsys):
+    """Beside the live ladder, a configuration the record shows elsewhere at a size (chapter 08's best at 4096, in
+    the ladder at 4096) has that figure, as the ladder has with no GPU: one configuration at one size, one figure."""
+    from gemmlab import course
+    live = _live(monkeypatch, "NVIDIA H200")
+    live.campaign = lambda name, what, measure: H100.section(name, what)
+    gl.show_ladder_over_shapes()
+    out = capsys.readouterr().out
+    beside = out.split("Beside it")[1]
+    spec = registry.get("08")
+    shapes = [tuple(s) for s in course.LADDER_SHAPES]
+    row = next(r for r in H100.section("ladder", "the ladder") if r["kernel"] == spec.name
+               and records.shape_key(r) == (4096, 4096, 4096))
+    shown = H100.result(spec.name, row["params"], (4096, 4096, 4096))
+    line = next(l for l in beside.splitlines() if l.startswith(f"| {spec.title} |"))
+    assert line.split(" | ")[2 + shapes.index((4096, 4096, 4096))] == f"{shown['gflops'] / 1e3:.1f} ({shown['ratio']:.0%})"

@@ -32,3 +32,9 @@ from .display import friendly as _friendly  # noqa: E402
 
 for _name in [n for n in dir() if n.startswith("show_") or n in ("exercise", "check", "hint", "solution")]:
     globals()[_name] = _friendly(globals()[_name])
+
+# A GPU with no record of its own: the text's figures are the reference record's, said as the chapter starts.
+from .display import note_on_another_gpu as _note_on_another_gpu  # noqa: E402
+from .. import results as _results  # noqa: E402
+
+_note_on_another_gpu(_results.here())

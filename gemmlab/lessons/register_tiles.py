@@ -79,21 +79,23 @@ def show_steps(name: str, size: int = 4096, operands: bool = True, profile: tupl
         measured = [("-" if not prof else f"{prof[f]:.1f}" if f == "warps_per_scheduler" else
                      f"{prof[f] if f in prof else prof['stalls'][f]:.2f}") for f in profile]
         reads = sass.operand_reads(compile_kernel(spec, full)) if operands else None
-        rows.append([caption, f"{row['gflops'] / 1e3:.2f}", f"{row['ratio']:.1%}",
+        rows.append([caption, spec.changes_label(full) or "defaults", f"{row['gflops'] / 1e3:.2f}", f"{row['ratio']:.1%}",
                      *beside_cells(src, src.beside(spec, full, size)),
                      *([f"{reads['from_cache'] / reads['ffma']:.2f}", f"{reads['same_bank'] / reads['ffma']:.1%}"]
                        if operands else []), *measured])
-    headers = [_PROFILE_HEADERS.get(f, f"{f.removesuffix('_stall').replace('_', ' ')} stalls") for f in profile]
+    profiled = results.record()
+    # live, the profile columns sit beside this GPU's timings: each header says they are the record's
+    whose = f" ({profiled.device['name'].removeprefix('NVIDIA ')} record)" if isinstance(src, results.Live) else ""
+    headers = [_PROFILE_HEADERS.get(f, f"{f.removesuffix('_stall').replace('_', ' ')} stalls") + whose
+               for f in profile]
     notes = ((" Operand columns: static counts over the hot loop's FFMAs in the sm_90 SASS." if operands else "")
-             + (" Stalls: cycles per issued instruction, from the record's Nsight Compute profiles ('-' where the "
-                "record has none)." if tuple(profile) == STEP_PROFILE else
-                " Profile columns: the record's Nsight Compute profiles ('-' where the record has none)"
-                + ("; stalls in cycles per issued instruction." if set(profile) - set(_PROFILE_HEADERS) else ".")))
-    markdown(table(["step", "TFLOP/s", "of cuBLAS (same run)", *beside_header(src),
+             + f" Profile columns: Nsight Compute profiles {profiled.label} ('-' where it has none)"
+             + ("; stalls in cycles per issued instruction." if set(profile) - set(_PROFILE_HEADERS) else "."))
+    markdown(table(["step", "configuration (changes from the defaults)", "TFLOP/s", "of cuBLAS (same run)",
+                    *beside_header(src),
                     *(["FFMA operands from the reuse cache", "FFMAs with two reads in one bank"] if operands else []),
                     *headers], rows)
-             + f"\n\n{spec.name} [{spec.config_label(spec.step_configs()[-1])}] at {size}³, "
-             f"each step validated before timing. *{src.label}*.{notes}{beside_note(src)}")
+             + f"\n\n{spec.name} at {size}³, each step validated before timing. *{src.label}*.{notes}{beside_note(src)}")
 
 
 def show_outer_product(name: str, thread: int = 0, k: int = 0, **params) -> None:
