@@ -216,7 +216,7 @@ def test_builds_compiled_side_by_side_do_not_rerun_the_callers_script(tmp_path, 
                       f"{', disassemble=True' if disassemble else ''})\n")
     root = Path(__file__).resolve().parent.parent
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": str(root)})
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(root), os.environ.get("PYTHONPATH"))))})
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["ran"], f"the script ran more than once: {done.stdout!r}"
     assert "2/2" in done.stderr, f"a bar over the two builds: {done.stderr!r}"
