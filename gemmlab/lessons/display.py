@@ -62,13 +62,20 @@ def friendly(fn):
 
 def note_on_another_gpu(src) -> None:
     """On a GPU with no record of its own, say once, as a chapter starts, whose figures the text quotes: the text was
-    written from the reference record, and this GPU's cells differ from it."""
+    written from the reference record, and this GPU's cells differ from it (how its ceilings differ, said)."""
     ref = getattr(src, "reference", None)
     if ref is None:                # no GPU here (every figure is the record's), or a GPU with a record of its own
         return
     here, there = src.attributes(), ref.device
+    facts = [("SMs", "sm_count", "{:.0f}"), ("FP32 peak", "peak_fp32_tflops", "{:.1f} TFLOP/s"),
+             ("rated DRAM bandwidth", "dram_gbs", "{:.0f} GB/s"), ("L2", "l2_bytes", "{:.0f} MiB")]
+    scaled = {"l2_bytes": 2 ** -20}
+    differ, same = [], []
+    for what, key, form in facts:
+        mine, theirs = (form.format(d[key] * scaled.get(key, 1)) for d in (here, there))
+        (differ if mine != theirs else same).append(f"{what} {mine} against {theirs}" if mine != theirs else what)
     markdown(f"**Live on {here['name']}, a GPU with no record of its own.** Every cell measures it now, but the "
              f"text was written from the {there['name']} record ({ref.data['date']}): a figure the text quotes is "
-             f"that GPU's, and yours differ (its DRAM is rated at {here['dram_gbs']:.0f} GB/s against the record's "
-             f"{there['dram_gbs']:.0f}, its FP32 peak {here['peak_fp32_tflops']:.1f} TFLOP/s against "
-             f"{there['peak_fp32_tflops']:.1f}). Tables show the record's figure beside yours where it has one.")
+             f"that GPU's, and yours differ"
+             + (f" ({'; '.join(differ)}{'; the same ' + ', '.join(same) if same else ''})" if differ else "")
+             + ". Tables show the record's figure beside yours where it has one.")
