@@ -65,7 +65,12 @@ def hot_loop(strips, label: str):
     ax.set_yticks(range(len(strips)), [name for name, _ in strips])
     ax.set_ylim(len(strips) - 0.5, -0.5)
     ax.set_xlabel("instruction in the loop body, in program order")
-    ax.legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.35), frameon=False)
+    from matplotlib.patches import Patch
+    # above the strips, in swatches (a legend's hairline of FFMA grey was all but invisible; under the axis title it
+    # crowded it and left a band of white below)
+    ax.legend(handles=[Patch(color="k", label="other (addresses, loop)")]
+              + [Patch(color=color, label=cname) for cname, _, color in classes],
+              fontsize=7, ncol=5, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
     finish(fig, label)
 
 

@@ -212,7 +212,7 @@ def versus(rows, label: str):
         ys = np.array([r[key] for r in rows]) / 1e3
         ax1.bar(xs + off, ys, 0.4, yerr=ys * np.array([r[spread] for r in rows]) / 2, label=what, capsize=2)
     ax1.set_ylabel("TFLOP/s")
-    ax1.legend(fontsize=8)
+    ax1.legend(fontsize=8, ncol=2, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)   # not on a bar
     ax2.bar(xs, [r["ratio"] for r in rows], 0.6, color=["C2" if r["ratio"] >= 1 else "C1" for r in rows])
     ax2.axhline(1.0, color="k", lw=0.8)
     ax2.set_ylabel("kernel / cuBLAS (same run)")

@@ -201,7 +201,7 @@ def tile_bytes(spec, full: dict) -> int:
 
 
 def show_littles_law(name: str, **params) -> None:
-    """Little's law: what must be in flight = latency x rate. With this GPU's measured latencies,
+    """Little's law: what must be in flight = latency x rate. With the record's measured latencies,
     the warps each scheduler must hold to keep issuing, against what the configuration has (from
     its build), and the bytes each SM must have in flight to keep DRAM busy, against what the
     kernel's tiles put in flight."""
@@ -235,7 +235,7 @@ def show_littles_law(name: str, **params) -> None:
         ahead = stages * stage * occ.blocks_per_sm
         lines.append(f"Copies in flight per SM: {stages} stage(s) ahead x {stage / 1e3:.1f} KB a stage "
                      f"x {occ.blocks_per_sm} block(s) = {ahead / 1e3:.1f} KB, against the {need_bytes / 1e3:.1f} KB "
-                     f"DRAM needs: {'enough' if ahead >= need_bytes else 'too little'} to cover its latency.")
+                     f"the record's DRAM needs: {'enough' if ahead >= need_bytes else 'too little'} to cover its latency.")
     tm, tn = spec.thread_tile(full) if spec.thread_tile else (1, 1)
     lines.append(f"Each warp has {tm * tn} independent FFMAs per k step (a {tm} x {tn} thread tile), so {warps:g} "
                  f"warp(s) give {warps * tm * tn:g} instructions per scheduler to cover a "

@@ -124,7 +124,7 @@ def show_matmul_suite() -> None:
     if rec is None:
         return
     rows = rec.data["matmul_suite"]
-    markdown(f"{_suite_markdown(rows)}\n\nMeasured on {rec.device['name']}, {rows[0]['date']}: "
+    markdown(f"{_suite_markdown(rows)}\n\nRecorded on {rec.device['name']}, {rows[0]['date']}: "
              f"each shape validated against a float64 product first, then timed interleaved with cuBLAS FP32 in "
              f"the same run, the L2 flushed before every launch, {rows[0]['reps']} runs each (ratio: cuBLAS's time "
              f"over gemmlab.matmul's, above 1 is faster; spread: the timings' interquartile range over their "
