@@ -48,8 +48,9 @@ def precompile(jobs: list[Job], progress: bool = False, disassemble: bool = Fals
 def compile_side_by_side(jobs: list[Job], progress: bool = True) -> None:
     """Compile the jobs neither shipped, in the cache nor refused by rule, side by side (gemmlab.matmul's first use).
     A single missing build is left to the caller's own compile: a child gains nothing there."""
-    missing = [job for job in jobs if not compiler.ready(*job)]
-    if len([job for job in missing if not compiler.built(*job)]) > 1:
+    unique = {json.dumps(job, sort_keys=True): job for job in jobs}.values()
+    missing = [job for job in unique if not compiler.ready(*job) and not compiler.built(*job)]
+    if len(missing) > 1:
         precompile(missing, progress)
 
 
@@ -143,6 +144,7 @@ def _serve(disassemble: bool) -> None:
         _build(json.loads(line), disassemble)
         answers.write("done\n")
         answers.flush()
+
 
 if __name__ == "__main__":
     _serve("--disassemble" in sys.argv[1:])
