@@ -456,3 +456,15 @@ def test_the_heatmap_draws_before_and_after_for_each_k(monkeypatch):
     assert "smallest 0.893" in titles[1] and "geometric mean 1.41, smallest 1.000" in titles[3]
     assert "0.893" in [t.get_text() for t in fig.axes[1].texts]
     plt.close(fig)
+
+
+def test_a_suite_row_that_ran_another_configuration_than_the_models_first_is_marked():
+    """A first call that timed a near tie may run another configuration than the model put first: the suite's tables
+    mark that row +timed (the row keeps the model's choice beside what ran), and no other."""
+    ran = {"M": 1, "N": 4096, "K": 4096, "plan_kernel": "12_skinny", "params": {"LANES": 4}, "gflops": 1e3,
+           "cublas_gflops": 1e3, "ratio": 1.0, "spread": 0.01}
+    timed = {**ran, "model_kernel": "12_skinny", "model_params": {"LANES": 8}}
+    assert library.timed_away(timed) and not library.timed_away(ran)
+    assert not library.timed_away({**ran, "model_kernel": "12_skinny", "model_params": {"LANES": 4}})
+    lines = library.suite_table([timed, {**ran, "M": 2}]).splitlines()
+    assert "+timed" in lines[1] and "+timed" not in lines[2]

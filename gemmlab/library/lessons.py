@@ -132,7 +132,9 @@ def show_matmul_suite() -> None:
              f"then the rows or columns past them by plans of their own), one marked +copyB on a copy of B in 16-byte "
              f"rows" + (", one marked +padN with C's columns padded to whole narrow tiles" if any(r.get("padded") for r in rows)
                         else "") + (", one marked +padM with C's rows padded to whole tiles"
-                                    if any(r.get("padded_rows") for r in rows) else "") + ".")
+                                    if any(r.get("padded_rows") for r in rows) else "")
+             + (", one marked +timed the configuration its first call kept after timing a near tie, not the "
+                "model's first" if any(library.timed_away(r) for r in rows) else "") + ".")
     heat = rec.data.get("matmul_heatmap")
     if heat:
         plots.dispatch_heatmaps(heat, heat[0]["kernel"], f"measured on {rec.device['name']}, {heat[0]['date']}")
@@ -144,7 +146,8 @@ def _suite_markdown(rows: list[dict]) -> str:
     body = []                   # each plan as its changes against its kernel's defaults, as chapter 14's tables
     for r in rows:
         changes = registry.get(r["plan_kernel"]).changes_label(r["params"]) or "defaults"
-        plan = r["plan_kernel"] + "".join(f" {mark}" for mark in library.reshaped_marks(r)) + f" ({changes})"
+        plan = (r["plan_kernel"] + "".join(f" {mark}" for mark in library.reshaped_marks(r))
+                + (" +timed" if library.timed_away(r) else "") + f" ({changes})")
         body.append(["x".join(str(r[d]) for d in "MNK"), plan,
                      f"{r['gflops'] / 1e3:.2f}", f"{r['cublas_gflops'] / 1e3:.2f}", f"{r['ratio']:.3f}",
                      f"{r['spread']:.1%}"])
