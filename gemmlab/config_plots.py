@@ -174,11 +174,20 @@ def explorer_bars_png(title: str, kernel_gflops: float, cublas_gflops: float, pe
     return out.getvalue()
 
 
+TUNING_COLUMNS = 4
+
+
 def tuning(spec, rows, label: str):
     """Every configuration of a search: GFLOP/s against each tunable, the best circled."""
     varying = [p.name for p in spec.params if len({r["params"][p.name] for r in rows}) > 1]
-    fig, axes = plt.subplots(1, max(len(varying), 1), figsize=(2.2 * max(len(varying), 1) + 1, 3), sharey=True)
-    axes = np.atleast_1d(axes)
+    # at most TUNING_COLUMNS panels a row: eight in one row made a figure twice a notebook's width, whose text
+    # the page then shrank to a few pixels
+    cols = min(max(len(varying), 1), TUNING_COLUMNS)
+    lines = -(-max(len(varying), 1) // cols)
+    fig, grid = plt.subplots(lines, cols, figsize=(2.2 * cols + 1, 2.7 * lines + 0.3), sharey=True, squeeze=False)
+    for ax in grid.flat[len(varying):]:
+        ax.set_visible(False)
+    axes = grid.flat[:max(len(varying), 1)]
     best = max(rows, key=lambda r: r["gflops"])
     rng = np.random.default_rng(0)
     for ax, name in zip(axes, varying):
@@ -190,7 +199,8 @@ def tuning(spec, rows, label: str):
         ax.set_xticks(range(len(values)), [str(v) for v in values])
         ax.set_xlabel(name)
         ax.grid(alpha=0.2)
-    axes[0].set_ylabel("TFLOP/s")
+    for row in grid:
+        row[0].set_ylabel("TFLOP/s")
     for ax in axes:
         ax.axhline(np.median([r["cublas_gflops"] for r in rows]) / 1e3, color="C3", ls="--", lw=1)
     fig.suptitle(f"{spec.title}: {len(rows)} configurations at {rows[0]['M']}x{rows[0]['N']}x{rows[0]['K']} "

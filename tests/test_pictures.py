@@ -350,3 +350,14 @@ def test_chapter_12s_roofline_draws_the_records_points_under_the_records_roof(no
     ridge = [t.get_text() for t in no_windows[0].axes[0].texts if t.get_text().startswith("ridge")]
     expected = rec.device["peak_fp32_tflops"] * 1e3 / rec.device["dram_gbs"]
     assert ridge == [f"ridge {expected:.0f} FLOP/B"] and round(expected) != round(66.9e3 / 4814.0)
+
+
+def test_a_search_of_many_tunables_wraps_its_panels_to_a_notebooks_width(no_windows):
+    """Chapter 10's search varies 8 tunables: its panels wrap, at most config_plots.TUNING_COLUMNS a row, so that the
+    figure stays about a notebook's width (in one row it was 18.6 inches, shrunk to half on the page), one panel a
+    tunable and none empty shown."""
+    gl.show_tuning("10")
+    fig = no_windows[0]
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(shown) == 8 and fig.get_figwidth() <= 2.2 * config_plots.TUNING_COLUMNS + 1
+    assert {ax.get_xlabel() for ax in shown} == {"BN", "BK", "STAGES", "KUNROLL", "GROUP", "SNAKE", "INTERIOR", "SPREAD"}
