@@ -27,12 +27,14 @@ def show_ladder_over_shapes() -> None:
 
 def _ladder_table(rows: list[dict], shapes: list[tuple]) -> str:
     by = {(r["kernel"], records.shape_key(r)): r for r in rows}
-    header = ["kernel", "configuration"] + [records.shape_label(s) for s in shapes]
+    # narrow enough for a notebook's page: cubes as 4096³, configurations as their changes from the defaults
+    header = ["kernel", "configuration (changes from the defaults)"] + [
+        f"{s[0]}³" if s[0] == s[1] == s[2] else records.shape_label(s) for s in shapes]
     body = []
     for name, spec in registry.KERNELS.items():
         cells = [by.get((name, s)) for s in shapes]
         params = next((c["params"] for c in cells if c), None)
-        body.append([spec.title, spec.config_label(params) if params else "-"] +
+        body.append([spec.title, (spec.changes_label(params) or "defaults") if params else "-"] +
                     [f"{c['gflops'] / 1e3:.1f} ({c['ratio']:.0%})" if c else "-" for c in cells])
     cublas = [statistics.median(at) if (at := [r["cublas_gflops"] for r in rows if records.shape_key(r) == s]) else None
               for s in shapes]
