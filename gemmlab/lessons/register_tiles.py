@@ -89,7 +89,8 @@ def show_steps(name: str, size: int = 4096, operands: bool = True, profile: tupl
     headers = [_PROFILE_HEADERS.get(f, f"{f.removesuffix('_stall').replace('_', ' ')} stalls") + whose
                for f in profile]
     notes = ((" Operand columns: static counts over the hot loop's FFMAs in the sm_90 SASS." if operands else "")
-             + f" Profile columns: Nsight Compute profiles {profiled.label} ('-' where it has none)"
+             + (f" Profile columns: Nsight Compute profiles {profiled.label} ('-' where it has none)" if whose else
+                " Profile columns: the record's Nsight Compute profiles ('-' where it has none)")
              + ("; stalls in cycles per issued instruction." if set(profile) - set(_PROFILE_HEADERS) else "."))
     markdown(table(["step", "configuration (changes from the defaults)", "TFLOP/s", "of cuBLAS (same run)",
                     *beside_header(src),
