@@ -237,7 +237,7 @@ def show_littles_law(name: str, **params) -> None:
                      f"x {occ.blocks_per_sm} block(s) = {ahead / 1e3:.1f} KB, against the {need_bytes / 1e3:.1f} KB "
                      f"the record's DRAM needs: {'enough' if ahead >= need_bytes else 'too little'} to cover its latency.")
     tm, tn = spec.thread_tile(full) if spec.thread_tile else (1, 1)
-    lines.append(f"Each warp has {tm * tn} independent FFMAs per k step (a {tm} x {tn} thread tile), so {warps:g} "
+    lines.append(f"Each warp has {tm * tn} independent FFMAs per k step ({'an' if str(tm).startswith('8') or tm in (11, 18) else 'a'} {tm} x {tn} thread tile), so {warps:g} "
                  f"warp(s) give {warps * tm * tn:g} instructions per scheduler to cover a "
                  f"{lat['shared_cycles']:.0f}-cycle shared load: "
                  + ("enough, with loads issued a step ahead." if warps * tm * tn >= lat["shared_cycles"]
