@@ -151,7 +151,7 @@ class Build:
         return (f"{self.kernel} [{self.spec.config_label(self.params)}]\n"
                 f"  for {self.arch}, NVRTC {self.compiler}\n"
                 f"  {r.registers} registers/thread, {smem}, {r.stack_frame} B stack, {spills}\n"
-                f"  {self.spec.threads(self.params)} threads/block -> {o.blocks_per_sm} blocks/SM, "
+                f"  {self.spec.threads(self.params)} threads/block -> {o.blocks_per_sm} block{'s' if o.blocks_per_sm != 1 else ''}/SM, "
                 f"{o.warps_per_sm}/{o.max_warps_per_sm} warps ({o.fraction:.0%} occupancy, limited by {o.limited_by})")
 
 
