@@ -60,7 +60,7 @@ def show_plans(shapes: list[tuple[int, int, int]]) -> None:
                + "; where C's rows are not 16-byte multiples, so that it is stored 4 bytes at a time, a tile's cost "
                  "beyond its K steps is " + ", ".join(f"{name}'s {1 + s:.2f} times as long" for name, s
                                                     in sorted(m.store_by_kernel.items()))
-               + f" ({sum(c.store is not None for c in m.candidates)} configurations have a share of their own)"
+               + f" ({sum(c.store is not None for c in m.candidates)} configurations have a factor of their own)"
                + ". `python -m gemmlab bench matmul --size M N K` times a plan against cuBLAS on a GPU.")
 
 
