@@ -105,12 +105,12 @@ def _said(capsys) -> str:
 
 
 def test_the_check_button_says_right_or_not_quite(capsys):
-    p = predictions.prediction("bank")
+    p = predictions.prediction("bank")                  # two choices
     box = predictions.quiz_widget(p)
     row, _ = box.children
     *inputs, button = row.children
     button.click()
-    assert "Choose an answer" in _said(capsys)
+    assert "answer in every box first" in _said(capsys)
     for widget, value in zip(inputs, p.answer):
         widget.value = value
     button.click()
@@ -120,9 +120,23 @@ def test_the_check_button_says_right_or_not_quite(capsys):
     button.click()
     assert _said(capsys).startswith("Not quite")
 
-    q = predictions.prediction("ffma_per_load")
+    q = predictions.prediction("ffma_per_load")         # a number typed
     *inputs, button = predictions.quiz_widget(q).children[0].children
-    inputs[0].value = 4.0
+    button.click()
+    assert "answer in every box first" in _said(capsys), "the box starts empty: no answer of 0 is checked"
+    inputs[0].value = "thirty"
+    button.click()
+    assert _said(capsys).startswith("'thirty' is not a number")
+    inputs[0].value = " 4 "
+    button.click()
+    assert _said(capsys).startswith("Right")
+
+    r = predictions.prediction("blocks_per_sm")         # a whole number typed
+    *inputs, button = predictions.quiz_widget(r).children[0].children
+    inputs[0].value = "1.5"
+    button.click()
+    assert _said(capsys).startswith("'1.5' is not a whole number")
+    inputs[0].value = f"{r.answer}.0"
     button.click()
     assert _said(capsys).startswith("Right")
 

@@ -40,7 +40,7 @@ class Blank:
     label: str
     answer: float
     tolerance: float = 0.0                 # how far an answer may be from `answer` (rounding)
-    integer: bool = True                   # an IntText (or a Dropdown of `choices`), else a FloatText
+    integer: bool = True                   # a whole number typed (or a Dropdown of `choices`), else any number
     choices: tuple[int, ...] = ()
 
     def accepts(self, value) -> bool:
@@ -312,8 +312,19 @@ def prediction(question: str, **params) -> Prediction:
 QUIZ_SUMMARY = "[an answer box and a Check button: run this cell to answer]"
 
 
+def _number(text: str, integer: bool):
+    """A typed answer as a number ('1,024' and '32.0' too); ValueError with the fix where it is none."""
+    try:
+        value = float(text.strip().replace(",", "").replace("_", ""))
+    except ValueError:
+        raise ValueError(f"'{text.strip()}' is not a number: type digits, like 32 or 0.25") from None
+    if integer and not value.is_integer():
+        raise ValueError(f"'{text.strip()}' is not a whole number: this answer is one, like 32")
+    return int(value) if integer else value
+
+
 def quiz_widget(p: Prediction):
-    """A box per blank (IntText, FloatText, or a Dropdown of the choices), a Check button and an
+    """A box per blank (a text box for a number, or a Dropdown of the choices), a Check button and an
     output area: the verdict, then the explanation."""
     import ipywidgets as w
     boxes = []
@@ -322,17 +333,22 @@ def quiz_widget(p: Prediction):
             boxes.append(w.Dropdown(options=[("choose", None)] + [(str(c), c) for c in blank.choices],
                                     value=None, description=blank.label,
                                     style={"description_width": "initial"}))
-        else:
-            box = w.IntText if blank.integer else w.FloatText
-            boxes.append(box(value=0, description=blank.label, style={"description_width": "initial"}))
+        else:          # empty to start with: a box that started at 0 was checked as the answer 0
+            boxes.append(w.Text(value="", placeholder="a whole number" if blank.integer else "a number",
+                                description=blank.label, style={"description_width": "initial"}))
     button, out = w.Button(description="Check", button_style="primary"), w.Output()
 
     def check(_=None):
         out.clear_output()
         with out:
-            values = [box.value for box in boxes]
-            if any(v is None for v in values):
-                print("Choose an answer in every box first.")
+            if any(box.value is None if blank.choices else not box.value.strip() for blank, box in zip(p.blanks, boxes)):
+                print("Choose or type an answer in every box first.")
+                return
+            try:
+                values = [box.value if blank.choices else _number(box.value, blank.integer)
+                          for blank, box in zip(p.blanks, boxes)]
+            except ValueError as exc:
+                print(exc)
                 return
             print(p.verdict(values if len(values) > 1 else values[0]))
     button.on_click(check)
