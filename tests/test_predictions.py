@@ -315,3 +315,22 @@ def test_the_answer_finder_finds_a_stated_answer():
     assert _stated(f"this kernel could not pass {bound.answer:.2f} TFLOP/s", bound)
     assert _stated(f"{predictions.prediction('dram_in_flight').answer:.1f} KB per SM",
                    predictions.prediction("dram_in_flight"))
+
+
+@pytest.mark.parametrize("typed,integer,read", [("0,84", False, 0.84), ("1,5", False, 1.5), ("1,024", True, 1024),
+                                                ("16,384.5", False, 16384.5), (" 32.0 ", True, 32), ("-3", True, -3)])
+def test_a_typed_answer_reads_as_a_learner_means_it(typed, integer, read):
+    """A decimal comma is a decimal point (0,84 was read as 84); a comma before three digits groups thousands."""
+    assert predictions._number(typed, integer) == pytest.approx(read)
+
+
+@pytest.mark.parametrize("typed", ["nan", "inf", "1,2,3", "abc", ""])
+def test_a_typed_answer_that_is_no_number_is_named(typed):
+    with pytest.raises(ValueError, match="is not a number"):
+        predictions._number(typed, False)
+
+
+def test_a_choice_box_starts_at_choose():
+    """ipywidgets 8 shows a Dropdown made with value None as an empty box: it starts on its 'choose' entry."""
+    *boxes, _ = predictions.quiz_widget(predictions.prediction("bank")).children[0].children
+    assert [(box.label, box.value) for box in boxes] == [("choose", None)] * 2

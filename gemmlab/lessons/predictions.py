@@ -9,7 +9,9 @@ The questions are plain data (`Prediction`: question, blanks with their answers,
 ipywidgets box with a Check button."""
 from __future__ import annotations
 
+import math
 import numbers
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -313,11 +315,19 @@ QUIZ_SUMMARY = "[an answer box and a Check button: run this cell to answer]"
 
 
 def _number(text: str, integer: bool):
-    """A typed answer as a number ('1,024' and '32.0' too); ValueError with the fix where it is none."""
+    """A typed answer as a number ('32.0', '1,024' with a thousands comma, and '0,84' with a decimal one too);
+    ValueError with the fix where it is none."""
+    typed = text.strip().replace("_", "")
+    if re.fullmatch(r"[-+]?\d{1,3}(,\d{3})+(\.\d*)?", typed):       # 1,024 or 16,384.5
+        typed = typed.replace(",", "")
+    elif typed.count(",") == 1 and "." not in typed:                 # 0,84: a decimal comma
+        typed = typed.replace(",", ".")
     try:
-        value = float(text.strip().replace(",", "").replace("_", ""))
+        value = float(typed)
     except ValueError:
-        raise ValueError(f"'{text.strip()}' is not a number: type digits, like 32 or 0.25") from None
+        value = math.nan
+    if not math.isfinite(value):
+        raise ValueError(f"'{text.strip()}' is not a number: type digits, like 32 or 0.25")
     if integer and not value.is_integer():
         raise ValueError(f"'{text.strip()}' is not a whole number: this answer is one, like 32")
     return int(value) if integer else value
@@ -330,8 +340,9 @@ def quiz_widget(p: Prediction):
     boxes = []
     for blank in p.blanks:
         if blank.choices:
+            # index 0, not value None: ipywidgets 8 shows value None as an empty box, not as "choose"
             boxes.append(w.Dropdown(options=[("choose", None)] + [(str(c), c) for c in blank.choices],
-                                    value=None, description=blank.label,
+                                    index=0, description=blank.label,
                                     style={"description_width": "initial"}))
         else:          # empty to start with: a box that started at 0 was checked as the answer 0
             boxes.append(w.Text(value="", placeholder="a whole number" if blank.integer else "a number",
