@@ -63,7 +63,7 @@ def friendly(fn):
 def note_on_another_gpu(src) -> None:
     """On a GPU with no record of its own, say once, as a chapter starts, whose figures the text quotes: the text was
     written from the reference record, and this GPU's cells differ from it (how its ceilings differ, said)."""
-    ref = getattr(src, "reference", None)
+    ref = src.reference
     if ref is None:                # no GPU here (every figure is the record's), or a GPU with a record of its own
         return
     here, there = src.attributes(), ref.device

@@ -69,7 +69,8 @@ def show_steps(name: str, size: int = 4096, operands: bool = True, profile: tupl
     warps_per_scheduler or a stall reason of records.STALL_REASONS) where the record has them."""
     spec = registry.get(name)
     src = results.here()
-    stalls = {json.dumps(r["params"], sort_keys=True): r for r in results.record().stalls() if r["kernel"] == spec.name}
+    profiled = results.record()                 # the record whose Nsight Compute profiles fill the profile columns
+    stalls = {json.dumps(r["params"], sort_keys=True): r for r in profiled.stalls() if r["kernel"] == spec.name}
     if operands:        # the steps' builds and their SASS, side by side, with a bar where any is still to make
         precompile([(spec.name, full, DEFAULT_ARCH) for full in spec.step_configs()], progress=True, disassemble=True)
     rows = []
@@ -83,7 +84,6 @@ def show_steps(name: str, size: int = 4096, operands: bool = True, profile: tupl
                      *beside_cells(src, src.beside(spec, full, size)),
                      *([f"{reads['from_cache'] / reads['ffma']:.2f}", f"{reads['same_bank'] / reads['ffma']:.1%}"]
                        if operands else []), *measured])
-    profiled = results.record()
     # live, the profile columns sit beside this GPU's timings: each header says they are the record's
     whose = f" ({profiled.device['name'].removeprefix('NVIDIA ')} record)" if isinstance(src, results.Live) else ""
     headers = [_PROFILE_HEADERS.get(f, f"{f.removesuffix('_stall').replace('_', ' ')} stalls") + whose
